@@ -1,0 +1,31 @@
+; Definitions for Java (tree-sitter-java 0.23).
+; Annotations and modifiers are children of the declaration, so they are part of its range.
+; Abstract and interface methods without a body are not captured.
+
+[
+  (class_declaration
+    name: (identifier) @name)
+  (record_declaration
+    name: (identifier) @name)
+] @definition.class
+
+[
+  (interface_declaration
+    name: (identifier) @name)
+  (annotation_type_declaration
+    name: (identifier) @name)
+] @definition.interface
+
+(enum_declaration
+  name: (identifier) @name) @definition.enum
+
+(method_declaration
+  name: (identifier) @name
+  body: (block)) @definition.method
+
+[
+  (constructor_declaration
+    name: (identifier) @name)
+  (compact_constructor_declaration
+    name: (identifier) @name)
+] @definition.method

@@ -1,0 +1,26 @@
+; Definitions for Python (tree-sitter-python 0.25).
+; Methods are plain function_definitions nested in a class body; the chunker reclassifies them.
+
+(function_definition
+  name: (identifier) @name) @definition.function
+
+(class_definition
+  name: (identifier) @name) @definition.class
+
+; Decorators belong to the definition: capture the decorated_definition as well.
+(decorated_definition
+  definition: (function_definition
+    name: (identifier) @name)) @definition.function
+
+(decorated_definition
+  definition: (class_definition
+    name: (identifier) @name)) @definition.class
+
+; PEP 695: `type Vector = list[float]`, `type Pair[T] = tuple[T, T]`.
+(type_alias_statement
+  left: (type
+    [
+      (identifier) @name
+      (generic_type
+        (identifier) @name)
+    ])) @definition.type

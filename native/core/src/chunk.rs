@@ -1,0 +1,926 @@
+//! Semantic chunking and symbol extraction.
+//!
+//! A file becomes a list of [`Chunk`]s that follow its semantic units: functions, methods,
+//! classes and other definitions found by the language's definitions query. Units larger than
+//! [`MAX_TOKENS`] are split (a class into its members, each carrying the class header as
+//! context; a long function into overlapping windows); small neighbours are merged. Files
+//! without a grammar are chunked by Markdown headings or by line windows. All definitions are
+//! returned as [`Symbol`]s from the same pass.
+
+use std::cell::RefCell;
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use tree_sitter::{Node, ParseOptions, Parser, QueryCursor, StreamingIterator};
+
+use crate::hash::content_hash;
+use crate::lang::Language;
+
+/// A unit above this size is split: embedding models truncate around 256–512 tokens and an
+/// agent should be able to read a hit whole.
+pub const MAX_TOKENS: usize = 480;
+/// Size of the windows that oversized units are cut into, leaving room for the header.
+pub const TARGET_TOKENS: usize = 320;
+/// Neighbours below this size merge: a lone closing brace or import line is not worth a hit.
+pub const MIN_TOKENS: usize = 40;
+/// Overlap between consecutive windows, so a statement cut at a boundary is whole in one of them.
+pub const OVERLAP_TOKENS: usize = 40;
+/// Parsing that takes longer than this falls back to line windows (pathological inputs).
+pub const PARSE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Upper bound on query matches per file, against pathological nesting.
+const MATCH_LIMIT: u32 = 1 << 16;
+/// Context lines are capped so deeply nested or very long signatures cannot bloat every chunk.
+const CONTEXT_LINE_CHARS: usize = 200;
+
+/// What a chunk holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ChunkKind {
+    Function,
+    Method,
+    Class,
+    Interface,
+    Struct,
+    Enum,
+    Trait,
+    Impl,
+    Module,
+    Type,
+    Macro,
+    Constant,
+    /// Top-level statements between definitions (imports, module code).
+    Code,
+    /// A Markdown section.
+    Section,
+    /// A line window of a file without structure.
+    Text,
+}
+
+impl ChunkKind {
+    pub const ALL: [ChunkKind; 15] = [
+        ChunkKind::Function,
+        ChunkKind::Method,
+        ChunkKind::Class,
+        ChunkKind::Interface,
+        ChunkKind::Struct,
+        ChunkKind::Enum,
+        ChunkKind::Trait,
+        ChunkKind::Impl,
+        ChunkKind::Module,
+        ChunkKind::Type,
+        ChunkKind::Macro,
+        ChunkKind::Constant,
+        ChunkKind::Code,
+        ChunkKind::Section,
+        ChunkKind::Text,
+    ];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            ChunkKind::Function => "function",
+            ChunkKind::Method => "method",
+            ChunkKind::Class => "class",
+            ChunkKind::Interface => "interface",
+            ChunkKind::Struct => "struct",
+            ChunkKind::Enum => "enum",
+            ChunkKind::Trait => "trait",
+            ChunkKind::Impl => "impl",
+            ChunkKind::Module => "module",
+            ChunkKind::Type => "type",
+            ChunkKind::Macro => "macro",
+            ChunkKind::Constant => "constant",
+            ChunkKind::Code => "code",
+            ChunkKind::Section => "section",
+            ChunkKind::Text => "text",
+        }
+    }
+
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<ChunkKind> {
+        ChunkKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether the chunk is a definition (as opposed to glue code, prose or a text window).
+    #[must_use]
+    pub fn is_definition(self) -> bool {
+        !matches!(self, ChunkKind::Code | ChunkKind::Section | ChunkKind::Text)
+    }
+
+    /// Kinds whose nested functions are methods.
+    fn is_type_like(self) -> bool {
+        matches!(
+            self,
+            ChunkKind::Class
+                | ChunkKind::Interface
+                | ChunkKind::Struct
+                | ChunkKind::Enum
+                | ChunkKind::Trait
+                | ChunkKind::Impl
+        )
+    }
+}
+
+/// One indexed piece of a file. Lines are 1-based and inclusive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub start_line: u32,
+    pub end_line: u32,
+    pub kind: ChunkKind,
+    /// The unit's own name ("" for glue code and text windows).
+    pub symbol: String,
+    /// Symbol path inside the file (`Class.method`); the module prefix is added per path.
+    pub local_path: String,
+    /// Names of every definition that starts inside the chunk, space separated.
+    pub names: String,
+    /// Header lines of the enclosing definitions (`class Store:`), one per line.
+    pub context: String,
+    /// The source text of the line range.
+    pub content: String,
+    pub content_hash: i64,
+}
+
+/// A definition found in a file. Lines are 1-based and inclusive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Symbol {
+    pub name: String,
+    pub kind: ChunkKind,
+    pub local_path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileChunks {
+    pub chunks: Vec<Chunk>,
+    pub symbols: Vec<Symbol>,
+    /// True when the grammar could not be used (timeout or no tree) and line windows were used.
+    pub fell_back: bool,
+}
+
+/// The text indexed and embedded for a chunk: a short header naming where it lives, the
+/// enclosing headers, then the content.
+#[must_use]
+pub fn index_text(path: &str, symbol_path: &str, context: &str, content: &str) -> String {
+    let mut text =
+        String::with_capacity(path.len() + symbol_path.len() + context.len() + content.len() + 3);
+    text.push_str(path);
+    if !symbol_path.is_empty() {
+        text.push(' ');
+        text.push_str(symbol_path);
+    }
+    text.push('\n');
+    if !context.is_empty() {
+        text.push_str(context);
+        text.push('\n');
+    }
+    text.push_str(content);
+    text
+}
+
+/// Joins a module path and a local symbol path with the language's separator.
+#[must_use]
+pub fn join_symbol_path(module: &str, local: &str, lang: Language) -> String {
+    match (module.is_empty(), local.is_empty()) {
+        (true, _) => local.to_owned(),
+        (false, true) => module.to_owned(),
+        (false, false) => format!("{module}{}{local}", separator(lang)),
+    }
+}
+
+fn separator(lang: Language) -> &'static str {
+    if lang == Language::Markdown {
+        " > "
+    } else {
+        lang.path_separator()
+    }
+}
+
+/// Approximates the number of model tokens in `text` without a tokenizer: each run of word
+/// characters counts one token per six bytes (BPE splits long identifiers), each other visible
+/// byte counts one. Close enough to size chunks; budgets shown to users use a real tokenizer.
+#[must_use]
+pub fn approx_tokens(text: &str) -> usize {
+    let mut tokens = 0;
+    let mut run = 0usize;
+    for &b in text.as_bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80 {
+            run += 1;
+        } else {
+            if run > 0 {
+                tokens += run.div_ceil(6);
+                run = 0;
+            }
+            if !b.is_ascii_whitespace() {
+                tokens += 1;
+            }
+        }
+    }
+    tokens + run.div_ceil(6)
+}
+
+/// Chunks one file. `source` is the whole file; never fails: a grammar that cannot be used
+/// degrades to line windows.
+#[must_use]
+pub fn chunk_file(source: &str, lang: Language) -> FileChunks {
+    let lines = Lines::new(source);
+    let mut out = Emitter::new(&lines);
+    let mut fell_back = false;
+    match lang {
+        Language::Markdown => markdown_sections(&lines, &mut out),
+        _ => match lang.grammar().zip(lang.definitions_query()) {
+            Some((grammar, query)) => match parse(source, &grammar) {
+                Some(tree) => {
+                    let defs = definitions(&tree, query, source, &lines);
+                    out.symbols = defs.symbols(separator(lang));
+                    out.range(&defs.roots, 0, lines.len(), &Scope::root());
+                }
+                None => {
+                    fell_back = true;
+                    out.windows(0, lines.len(), ChunkKind::Text, "", "", "");
+                }
+            },
+            None => out.windows(0, lines.len(), ChunkKind::Text, "", "", ""),
+        },
+    }
+    let chunks = merge_small(out.chunks);
+    FileChunks {
+        chunks: chunks.into_iter().map(|c| c.finish(&lines, separator(lang))).collect(),
+        symbols: out.symbols,
+        fell_back,
+    }
+}
+
+fn parse(source: &str, grammar: &tree_sitter::Language) -> Option<tree_sitter::Tree> {
+    thread_local! {
+        static PARSER: RefCell<Parser> = RefCell::new(Parser::new());
+    }
+    PARSER.with(|parser| {
+        let mut parser = parser.borrow_mut();
+        parser.set_language(grammar).ok()?;
+        let started = Instant::now();
+        let mut on_progress = |_: &tree_sitter::ParseState| {
+            if started.elapsed() > PARSE_TIMEOUT {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        let bytes = source.as_bytes();
+        let mut read = |offset: usize, _| bytes.get(offset..).unwrap_or_default();
+        let options = ParseOptions::new().progress_callback(&mut on_progress);
+        let tree = parser.parse_with_options(&mut read, None, Some(options));
+        // A cancelled parse leaves state behind that would leak into the next file.
+        parser.reset();
+        tree
+    })
+}
+
+/// Line table of a file: byte offset of every line start, and approximate tokens per line.
+struct Lines<'a> {
+    source: &'a str,
+    starts: Vec<usize>,
+    /// `token_prefix[i]` = tokens in lines `0..i`.
+    token_prefix: Vec<usize>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(source: &'a str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(memchr_newlines(source.as_bytes()).map(|i| i + 1));
+        if starts.last() == Some(&source.len()) && !source.is_empty() {
+            starts.pop(); // a trailing newline does not open a line
+        }
+        if source.is_empty() {
+            starts.clear();
+        }
+        let mut token_prefix = Vec::with_capacity(starts.len() + 1);
+        token_prefix.push(0);
+        let mut total = 0;
+        for row in 0..starts.len() {
+            total += approx_tokens(line_text(source, &starts, row));
+            token_prefix.push(total);
+        }
+        Lines {
+            source,
+            starts,
+            token_prefix,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    fn line(&self, row: usize) -> &'a str {
+        line_text(self.source, &self.starts, row)
+    }
+
+    /// Tokens of rows `lo..hi`.
+    fn tokens(&self, lo: usize, hi: usize) -> usize {
+        self.token_prefix[hi] - self.token_prefix[lo]
+    }
+
+    fn is_blank(&self, row: usize) -> bool {
+        self.line(row).trim().is_empty()
+    }
+
+    /// Source text of rows `lo..hi`, without the final newline.
+    fn text(&self, lo: usize, hi: usize) -> &'a str {
+        if lo >= hi {
+            return "";
+        }
+        let start = self.starts[lo];
+        let end = self
+            .starts
+            .get(hi)
+            .map_or(self.source.len(), |&next| next - 1);
+        self.source[start..end.max(start)].trim_end_matches('\r')
+    }
+}
+
+fn line_text<'a>(source: &'a str, starts: &[usize], row: usize) -> &'a str {
+    let start = starts[row];
+    let end = starts.get(row + 1).map_or(source.len(), |&next| next - 1);
+    source[start..end.max(start)].trim_end_matches('\r')
+}
+
+fn memchr_newlines(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    bytes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &b)| (b == b'\n').then_some(i))
+}
+
+/// A definition in the nesting forest. Rows are 0-based; `hi` is exclusive.
+#[derive(Debug)]
+struct Def {
+    kind: ChunkKind,
+    name: String,
+    local_path: String,
+    lo: usize,
+    hi: usize,
+    /// First line of the definition itself (after doc comments), used as context for members.
+    header: String,
+    children: Vec<Def>,
+}
+
+struct Defs {
+    roots: Vec<Def>,
+}
+
+impl Defs {
+    fn symbols(&self, sep: &str) -> Vec<Symbol> {
+        fn walk(defs: &[Def], sep: &str, out: &mut Vec<Symbol>) {
+            for d in defs {
+                out.push(Symbol {
+                    name: d.name.clone(),
+                    kind: d.kind,
+                    local_path: d.local_path.replace('\u{0}', sep),
+                    start_line: row_to_line(d.lo),
+                    end_line: row_to_line(d.hi.saturating_sub(1).max(d.lo)),
+                });
+                walk(&d.children, sep, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.roots, sep, &mut out);
+        out
+    }
+}
+
+fn row_to_line(row: usize) -> u32 {
+    u32::try_from(row + 1).unwrap_or(u32::MAX)
+}
+
+/// Flat definition found by the query, before nesting.
+struct RawDef {
+    kind: ChunkKind,
+    name: String,
+    name_start: usize,
+    start_byte: usize,
+    end_byte: usize,
+    lo: usize,
+    hi: usize,
+    header: String,
+}
+
+fn definitions(tree: &tree_sitter::Tree, query: &tree_sitter::Query, source: &str, lines: &Lines<'_>) -> Defs {
+    let names = query.capture_names();
+    let mut cursor = QueryCursor::new();
+    cursor.set_match_limit(MATCH_LIMIT);
+    let mut raw: Vec<RawDef> = Vec::new();
+    let mut matches = cursor.matches(query, tree.root_node(), source.as_bytes());
+    while let Some(m) = matches.next() {
+        let mut def: Option<(ChunkKind, Node<'_>)> = None;
+        let mut name: Option<Node<'_>> = None;
+        for cap in m.captures {
+            let cap_name = names.get(cap.index as usize).copied().unwrap_or_default();
+            if cap_name == "name" {
+                name = Some(cap.node);
+            } else if let Some(kind) = cap_name.strip_prefix("definition.") {
+                if let Some(kind) = ChunkKind::from_name(kind).filter(|k| k.is_definition()) {
+                    def = Some((kind, cap.node));
+                }
+            }
+        }
+        let (Some((kind, node)), Some(name)) = (def, name) else {
+            continue;
+        };
+        let Ok(name_text) = name.utf8_text(source.as_bytes()) else {
+            continue;
+        };
+        let name_text = name_text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if name_text.is_empty() {
+            continue;
+        }
+        let def_row = node.start_position().row;
+        let lo = leading_row(node, lines);
+        let hi = (node.end_position().row + 1).min(lines.len());
+        if lo >= hi {
+            continue;
+        }
+        raw.push(RawDef {
+            kind,
+            name: name_text,
+            name_start: name.start_byte(),
+            start_byte: node.start_byte(),
+            end_byte: node.end_byte(),
+            lo,
+            hi,
+            header: context_line(lines.line(def_row)),
+        });
+    }
+    // Two patterns may capture one definition (e.g. with and without its decorator or export
+    // wrapper); keep the widest node per name.
+    raw.sort_by(|a, b| {
+        (a.name_start, b.end_byte - b.start_byte).cmp(&(b.name_start, a.end_byte - a.start_byte))
+    });
+    raw.dedup_by_key(|d| d.name_start);
+    raw.sort_by(|a, b| (a.start_byte, b.end_byte).cmp(&(b.start_byte, a.end_byte)));
+    Defs {
+        roots: nest(raw),
+    }
+}
+
+/// Row where a definition's chunk starts: its own first row, extended over directly preceding
+/// comments, attributes and decorators (no blank line in between), so doc comments stay with
+/// their unit.
+fn leading_row(node: Node<'_>, lines: &Lines<'_>) -> usize {
+    let mut lo = node.start_position().row;
+    let mut prev = node.prev_sibling();
+    while let Some(sib) = prev {
+        let kind = sib.kind();
+        let attached = kind.contains("comment")
+            || kind.contains("attribute")
+            || kind.contains("annotation")
+            || kind == "decorator";
+        let end_row = sib.end_position().row;
+        // The sibling must end on the line right above (or on the same line as) the current start.
+        if !attached || end_row + 1 < lo || (end_row < lo && lines.is_blank(end_row + 1)) {
+            break;
+        }
+        // A trailing comment on the previous statement's line belongs to that statement.
+        if sib.prev_sibling().is_some_and(|p| p.end_position().row == sib.start_position().row) {
+            break;
+        }
+        lo = sib.start_position().row;
+        prev = sib.prev_sibling();
+    }
+    lo
+}
+
+fn context_line(line: &str) -> String {
+    let line = line.trim();
+    match line.char_indices().nth(CONTEXT_LINE_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
+
+/// Builds the nesting forest from definitions sorted by (start asc, end desc), reclassifying
+/// functions directly inside type-like definitions as methods and computing local paths.
+fn nest(raw: Vec<RawDef>) -> Vec<Def> {
+    // Stack of open definitions with their end byte; each closes into its parent.
+    let mut roots: Vec<Def> = Vec::new();
+    let mut stack: Vec<(Def, usize, usize)> = Vec::new(); // (def, start_byte, end_byte)
+    for r in raw {
+        while let Some((_, _, end)) = stack.last() {
+            if r.start_byte >= *end {
+                close_top(&mut stack, &mut roots);
+            } else {
+                break;
+            }
+        }
+        if let Some((_, start, end)) = stack.last() {
+            // Partial overlap cannot happen in a syntax tree; skip anything that would nest badly.
+            if r.end_byte > *end || r.start_byte < *start {
+                continue;
+            }
+        }
+        let parent = stack.last().map(|(d, _, _)| d);
+        let kind = match parent {
+            Some(p) if r.kind == ChunkKind::Function && p.kind.is_type_like() => ChunkKind::Method,
+            _ => r.kind,
+        };
+        let local_path = match parent {
+            Some(p) => format!("{}\u{0}{}", p.local_path, r.name),
+            None => r.name.clone(),
+        };
+        // The doc-comment extension must not reach above the parent's own first row.
+        let lo = parent.map_or(r.lo, |p| r.lo.max(p.lo));
+        stack.push((
+            Def {
+                kind,
+                name: r.name,
+                local_path,
+                lo,
+                hi: r.hi,
+                header: r.header,
+                children: Vec::new(),
+            },
+            r.start_byte,
+            r.end_byte,
+        ));
+    }
+    while !stack.is_empty() {
+        close_top(&mut stack, &mut roots);
+    }
+    roots
+}
+
+fn close_top(stack: &mut Vec<(Def, usize, usize)>, roots: &mut Vec<Def>) {
+    if let Some((def, _, _)) = stack.pop() {
+        match stack.last_mut() {
+            Some((parent, _, _)) => parent.children.push(def),
+            None => roots.push(def),
+        }
+    }
+}
+
+/// Where a chunk sits: the enclosing definition's path, header lines and name.
+#[derive(Clone)]
+struct Scope {
+    local_path: String,
+    context: String,
+    /// Context for glue inside this scope: the outer context, since the glue of a split
+    /// definition (its header, fields, closing lines) contains the header line itself.
+    gap_context: String,
+    kind: ChunkKind,
+    name: String,
+}
+
+impl Scope {
+    fn root() -> Self {
+        Scope {
+            local_path: String::new(),
+            context: String::new(),
+            gap_context: String::new(),
+            kind: ChunkKind::Code,
+            name: String::new(),
+        }
+    }
+}
+
+/// A chunk before its text is cut out of the file. Rows are 0-based; `hi` is exclusive.
+struct Pending {
+    lo: usize,
+    hi: usize,
+    kind: ChunkKind,
+    symbol: String,
+    local_path: String,
+    names: Vec<String>,
+    context: String,
+    tokens: usize,
+    /// Glue between definitions (headers, fields, closing lines) rather than a unit.
+    glue: bool,
+}
+
+impl Pending {
+    fn finish(self, lines: &Lines<'_>, sep: &str) -> Chunk {
+        let content = lines.text(self.lo, self.hi).to_owned();
+        Chunk {
+            start_line: row_to_line(self.lo),
+            end_line: row_to_line(self.hi.saturating_sub(1).max(self.lo)),
+            kind: self.kind,
+            symbol: self.symbol,
+            local_path: self.local_path.replace('\u{0}', sep),
+            names: self.names.join(" "),
+            context: self.context,
+            content_hash: content_hash(content.as_bytes()),
+            content,
+        }
+    }
+}
+
+struct Emitter<'l, 'a> {
+    lines: &'l Lines<'a>,
+    chunks: Vec<Pending>,
+    symbols: Vec<Symbol>,
+}
+
+impl<'l, 'a> Emitter<'l, 'a> {
+    fn new(lines: &'l Lines<'a>) -> Self {
+        Emitter {
+            lines,
+            chunks: Vec::new(),
+            symbols: Vec::new(),
+        }
+    }
+
+    /// Emits rows `lo..hi` of a scope: its definitions and the glue between them.
+    fn range(&mut self, defs: &[Def], lo: usize, hi: usize, scope: &Scope) {
+        let mut cursor = lo;
+        for def in defs {
+            if def.hi <= cursor {
+                continue; // shares a line with a previous unit that already covers it
+            }
+            self.gap(cursor, def.lo.max(cursor), scope);
+            self.def(def, def.lo.max(cursor), scope);
+            cursor = def.hi;
+        }
+        self.gap(cursor, hi, scope);
+    }
+
+    fn def(&mut self, def: &Def, lo: usize, scope: &Scope) {
+        let local_path = def.local_path.clone();
+        if self.lines.tokens(lo, def.hi) <= MAX_TOKENS {
+            let names = collect_names(def);
+            self.push(lo, def.hi, def.kind, &def.name, &local_path, names, &scope.context);
+            return;
+        }
+        if def.children.is_empty() {
+            self.windows(lo, def.hi, def.kind, &def.name, &local_path, &scope.context);
+            return;
+        }
+        let mut context = scope.context.clone();
+        if !context.is_empty() {
+            context.push('\n');
+        }
+        context.push_str(&def.header);
+        let inner = Scope {
+            local_path,
+            context,
+            gap_context: scope.context.clone(),
+            kind: def.kind,
+            name: def.name.clone(),
+        };
+        self.range(&def.children, lo, def.hi, &inner);
+    }
+
+    /// Glue between definitions: imports, statements, fields, closing braces.
+    fn gap(&mut self, lo: usize, hi: usize, scope: &Scope) {
+        let (mut lo, mut hi) = (lo, hi);
+        while lo < hi && self.lines.is_blank(lo) {
+            lo += 1;
+        }
+        while hi > lo && self.lines.is_blank(hi - 1) {
+            hi -= 1;
+        }
+        if lo >= hi {
+            return;
+        }
+        let kind = if scope.kind == ChunkKind::Code {
+            ChunkKind::Code
+        } else {
+            scope.kind
+        };
+        let local_path = scope.local_path.clone();
+        let name = scope.name.clone();
+        if self.lines.tokens(lo, hi) <= MAX_TOKENS {
+            let names = if name.is_empty() { vec![] } else { vec![name.clone()] };
+            self.push(lo, hi, kind, &name, &local_path, names, &scope.gap_context);
+        } else {
+            self.windows(lo, hi, kind, &name, &local_path, &scope.gap_context);
+        }
+        if let Some(last) = self.chunks.last_mut() {
+            last.glue = true;
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        lo: usize,
+        hi: usize,
+        kind: ChunkKind,
+        symbol: &str,
+        local_path: &str,
+        names: Vec<String>,
+        context: &str,
+    ) {
+        self.chunks.push(Pending {
+            lo,
+            hi,
+            kind,
+            symbol: symbol.to_owned(),
+            local_path: local_path.to_owned(),
+            names,
+            context: context.to_owned(),
+            tokens: self.lines.tokens(lo, hi),
+            glue: false,
+        });
+    }
+
+    /// Cuts rows `lo..hi` into windows of about [`TARGET_TOKENS`] with [`OVERLAP_TOKENS`] overlap.
+    fn windows(&mut self, lo: usize, hi: usize, kind: ChunkKind, symbol: &str, local_path: &str, context: &str) {
+        let lines = self.lines;
+        let mut start = lo;
+        while start < hi {
+            while start < hi && lines.is_blank(start) {
+                start += 1;
+            }
+            if start >= hi {
+                break;
+            }
+            let mut end = start + 1;
+            while end < hi && lines.tokens(start, end + 1) <= TARGET_TOKENS {
+                end += 1;
+            }
+            let names = if symbol.is_empty() { vec![] } else { vec![symbol.to_owned()] };
+            self.push(start, end, kind, symbol, local_path, names, context);
+            if end >= hi {
+                break;
+            }
+            // Step back over whole lines worth at most OVERLAP_TOKENS, always moving forward.
+            let mut next = end;
+            while next > start + 1 && lines.tokens(next - 1, end) <= OVERLAP_TOKENS {
+                next -= 1;
+            }
+            start = next;
+        }
+    }
+}
+
+fn collect_names(def: &Def) -> Vec<String> {
+    fn walk(def: &Def, out: &mut Vec<String>) {
+        out.push(def.name.clone());
+        for c in &def.children {
+            walk(c, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(def, &mut out);
+    out
+}
+
+/// Merges runs of small neighbouring chunks of the same scope, as long as the result stays
+/// within [`TARGET_TOKENS`]. The larger side names the merged chunk.
+fn merge_small(chunks: Vec<Pending>) -> Vec<Pending> {
+    let mut out: Vec<Pending> = Vec::with_capacity(chunks.len());
+    for c in chunks {
+        if let Some(prev) = out.last_mut() {
+            let small = prev.tokens < MIN_TOKENS || c.tokens < MIN_TOKENS;
+            let fits = prev.tokens + c.tokens <= TARGET_TOKENS;
+            let adjacent = c.lo >= prev.hi;
+            // Glue such as a closing brace joins its neighbour even across scopes.
+            let small_is_glue = if prev.tokens < c.tokens { prev.glue } else { c.glue };
+            if small && fits && adjacent && (prev.context == c.context || small_is_glue) {
+                let prev_wins = match (prev.kind.is_definition(), c.kind.is_definition()) {
+                    (true, false) => true,
+                    (false, true) => false,
+                    _ => prev.tokens >= c.tokens,
+                };
+                prev.hi = c.hi;
+                prev.tokens += c.tokens;
+                for n in c.names {
+                    if !prev.names.contains(&n) {
+                        prev.names.push(n);
+                    }
+                }
+                if !prev_wins {
+                    prev.kind = c.kind;
+                    prev.symbol = c.symbol;
+                    prev.local_path = c.local_path;
+                    prev.context = c.context;
+                }
+                prev.glue &= c.glue;
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Markdown: one section per heading (ATX `#` or setext `===`/`---` underline), outside fenced
+/// code blocks; the symbol is the heading and the local path the chain of parent headings.
+fn markdown_sections(lines: &Lines<'_>, out: &mut Emitter<'_, '_>) {
+    let mut headings: Vec<(usize, usize, String)> = Vec::new(); // (row, level, title)
+    let mut fence: Option<&str> = None;
+    for row in 0..lines.len() {
+        let line = lines.line(row);
+        let trimmed = line.trim_start();
+        if let Some(open) = fence {
+            if trimmed.starts_with(open) {
+                fence = None;
+            }
+            continue;
+        }
+        if trimmed.starts_with("```") {
+            fence = Some("```");
+            continue;
+        }
+        if trimmed.starts_with("~~~") {
+            fence = Some("~~~");
+            continue;
+        }
+        let indent = line.len() - trimmed.len();
+        if indent < 4 {
+            let level = trimmed.bytes().take_while(|&b| b == b'#').count();
+            if (1..=6).contains(&level) && trimmed[level..].starts_with([' ', '\t']) || (1..=6).contains(&level) && trimmed.len() == level {
+                let title = trimmed[level..].trim().trim_end_matches('#').trim().to_owned();
+                headings.push((row, level, title));
+                continue;
+            }
+        }
+        if row > 0 && !trimmed.is_empty() && indent < 4 {
+            let underline = trimmed.trim_end();
+            let level = if underline.bytes().all(|b| b == b'=') {
+                1
+            } else if underline.len() >= 3 && underline.bytes().all(|b| b == b'-') {
+                2
+            } else {
+                0
+            };
+            let above = lines.line(row - 1).trim();
+            let above_is_text = !above.is_empty()
+                && !above.starts_with(['#', '-', '*', '>', '|'])
+                && headings.last().is_none_or(|h| h.0 != row - 1);
+            if level > 0 && above_is_text {
+                headings.push((row - 1, level, above.to_owned()));
+            }
+        }
+    }
+    let mut chain: Vec<(usize, String)> = Vec::new();
+    let first = headings.first().map_or(lines.len(), |h| h.0);
+    out.gap(0, first, &Scope::root());
+    for (i, (row, level, title)) in headings.iter().enumerate() {
+        while chain.last().is_some_and(|(l, _)| l >= level) {
+            chain.pop();
+        }
+        chain.push((*level, title.clone()));
+        let end = headings.get(i + 1).map_or(lines.len(), |h| h.0);
+        let local_path = chain.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join("\u{0}");
+        let tokens = lines.tokens(*row, end);
+        if tokens <= MAX_TOKENS {
+            out.push(*row, end, ChunkKind::Section, title, &local_path, vec![title.clone()], "");
+        } else {
+            out.windows(*row, end, ChunkKind::Section, title, &local_path, "");
+        }
+        out.symbols.push(Symbol {
+            name: title.clone(),
+            kind: ChunkKind::Section,
+            local_path: local_path.replace('\u{0}', separator(Language::Markdown)),
+            start_line: row_to_line(*row),
+            end_line: row_to_line(end.saturating_sub(1).max(*row)),
+        });
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approx_tokens_counts_words_and_punctuation() {
+        assert_eq!(approx_tokens(""), 0);
+        assert_eq!(approx_tokens("fn main() {}"), 6);
+        assert_eq!(approx_tokens("a_very_long_identifier"), 4);
+    }
+
+    #[test]
+    fn line_windows_cover_the_file_with_overlap() {
+        let src: String = (0..400).map(|i| format!("line number {i} of a text file\n")).collect();
+        let out = chunk_file(&src, Language::Text);
+        assert!(out.chunks.len() > 3);
+        assert_eq!(out.chunks[0].start_line, 1);
+        assert_eq!(out.chunks.last().unwrap().end_line, 400);
+        for pair in out.chunks.windows(2) {
+            assert!(pair[1].start_line <= pair[0].end_line, "windows overlap");
+            assert!(pair[1].start_line > pair[0].start_line, "windows advance");
+        }
+        for c in &out.chunks {
+            assert!(approx_tokens(&c.content) <= TARGET_TOKENS + 20);
+        }
+    }
+
+    #[test]
+    fn markdown_splits_by_headings_and_ignores_fences() {
+        let body = "word ".repeat(60);
+        let src = format!(
+            "# Title\n\nIntro {body}\n\n## Install\n\n{body}\n```sh\n# not a heading\n```\n\n## Usage\n\n{body}\n"
+        );
+        let out = chunk_file(&src, Language::Markdown);
+        let symbols: Vec<_> = out.chunks.iter().map(|c| c.local_path.as_str()).collect();
+        assert_eq!(symbols, ["Title", "Title > Install", "Title > Usage"]);
+        assert_eq!(out.symbols[1].local_path, "Title > Install");
+        assert!(out.chunks[1].content.contains("# not a heading"));
+    }
+
+    #[test]
+    fn empty_and_blank_files_have_no_chunks() {
+        assert!(chunk_file("", Language::Text).chunks.is_empty());
+        assert!(chunk_file("\n\n  \n", Language::Text).chunks.is_empty());
+    }
+}

@@ -1,0 +1,809 @@
+//! Indexing and search over one index directory.
+//!
+//! `index.db` (the [`Store`]) is the source of truth; `lexical.bin` is the derived BM25F
+//! index, stamped with the generation it reflects. Whenever the two disagree (another process
+//! published, a crash happened between the commit and the snapshot, the file is missing or
+//! corrupt) the lexical index is reconciled against the view: documents of changed paths are
+//! dropped and rebuilt from stored chunks. Nothing derived is ever trusted over SQLite.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use rayon::prelude::*;
+
+use crate::bm25::{AnalyzedDoc, Bm25Index, Bm25Params, DocFields, analyze_doc};
+use crate::chunk::{ChunkKind, chunk_file, join_symbol_path};
+use crate::error::{Error, Result};
+use crate::hash::content_hash;
+use crate::lang::{Language, module_path};
+use crate::rank::{Candidate, Query, QueryClass, Weights, diversify, score};
+use crate::store::{DEFAULT_VIEW, FileVersion, StoredChunk, Store, ViewEntry, ViewUpdate};
+
+pub const DB_FILE: &str = "index.db";
+pub const LEXICAL_FILE: &str = "lexical.bin";
+/// Bytes inspected for NUL when deciding whether a file is binary (the same rule as git).
+const BINARY_SNIFF_BYTES: usize = 8000;
+/// Candidates taken from BM25F before the ranking layer re-scores them.
+const MIN_CANDIDATES: usize = 200;
+
+/// Why a file was not indexed. The strings are part of the public reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SkipReason {
+    Binary,
+    TooLarge,
+    Unreadable,
+    InvalidUtf8,
+    NoParser,
+    Deleted,
+    Symlink,
+}
+
+impl SkipReason {
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            SkipReason::Binary => "binary",
+            SkipReason::TooLarge => "too large",
+            SkipReason::Unreadable => "unreadable",
+            SkipReason::InvalidUtf8 => "not valid UTF-8",
+            SkipReason::NoParser => "no parser",
+            SkipReason::Deleted => "deleted",
+            SkipReason::Symlink => "symlink",
+        }
+    }
+}
+
+/// A file to index: root-relative path with `/` separators, and the stat seen by the caller.
+#[derive(Clone, Debug)]
+pub struct FileInput {
+    pub path: String,
+    pub mtime_ns: i64,
+    pub size: i64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct UpdateStats {
+    pub files_parsed: u64,
+    pub files_reused: u64,
+    pub files_removed: u64,
+    pub chunks_added: u64,
+    pub symbols_added: u64,
+    pub bytes_parsed: u64,
+    pub generation: u64,
+    pub skipped: Vec<(String, SkipReason)>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SearchRequest {
+    pub query: String,
+    pub limit: usize,
+    pub languages: Vec<Language>,
+    /// Root-relative directory prefixes, without trailing `/`.
+    pub directories: Vec<String>,
+    pub kinds: Vec<ChunkKind>,
+    /// At most this many hits per file; 0 means no cap.
+    pub per_file: usize,
+    pub with_content: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub language: Language,
+    pub kind: ChunkKind,
+    pub symbol: String,
+    pub symbol_path: String,
+    pub score: f32,
+    pub content: Option<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    pub schema_version: i64,
+    pub generation: u64,
+    pub files: u64,
+    pub chunks: u64,
+    pub symbols: u64,
+    pub file_versions: u64,
+    pub languages: Vec<(String, u64)>,
+    pub db_bytes: u64,
+    pub lexical_bytes: u64,
+}
+
+/// Per-document facts the ranking layer needs without touching SQLite.
+#[derive(Clone, Debug)]
+struct DocMeta {
+    kind: ChunkKind,
+    symbol: Box<str>,
+    local_path: Box<str>,
+    names: Box<str>,
+    start_line: u32,
+    end_line: u32,
+}
+
+#[derive(Clone, Debug)]
+struct PathMeta {
+    path: String,
+    file_hash: i64,
+    language: Language,
+    chunks: u32,
+}
+
+/// The in-memory lexical state: BM25F plus what it was built from.
+struct Lexical {
+    bm25: Bm25Index,
+    generation: u64,
+    paths: HashMap<u32, PathMeta>,
+    docs: HashMap<u64, DocMeta>,
+    /// Lower-cased definition name -> documents defining it, for identifier queries.
+    names: HashMap<String, Vec<u64>>,
+}
+
+fn doc_key(path_id: u32, ordinal: u32) -> u64 {
+    (u64::from(path_id) << 32) | u64::from(ordinal)
+}
+
+fn path_id_of(key: u64) -> u32 {
+    u32::try_from(key >> 32).unwrap_or(u32::MAX)
+}
+
+fn ordinal_of(key: u64) -> u32 {
+    u32::try_from(key & 0xffff_ffff).unwrap_or(u32::MAX)
+}
+
+impl Lexical {
+    fn empty() -> Self {
+        Lexical {
+            bm25: Bm25Index::new(Bm25Params::default()),
+            generation: 0,
+            paths: HashMap::new(),
+            docs: HashMap::new(),
+            names: HashMap::new(),
+        }
+    }
+
+    fn remove_path(&mut self, path_id: u32) {
+        let Some(meta) = self.paths.remove(&path_id) else {
+            return;
+        };
+        for ordinal in 0..meta.chunks {
+            let key = doc_key(path_id, ordinal);
+            self.bm25.remove(key);
+            if let Some(doc) = self.docs.remove(&key) {
+                for name in doc.names.split(' ').filter(|n| !n.is_empty()) {
+                    let lower = name.to_lowercase();
+                    if let Some(keys) = self.names.get_mut(&lower) {
+                        keys.retain(|k| *k != key);
+                        if keys.is_empty() {
+                            self.names.remove(&lower);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn insert_path(&mut self, entry: &ViewEntry, chunks: Vec<(u32, DocMeta, AnalyzedDoc)>) {
+        let count = chunks.iter().map(|(o, ..)| o + 1).max().unwrap_or(0);
+        for (ordinal, meta, analyzed) in chunks {
+            let key = doc_key(entry.path_id, ordinal);
+            for name in meta.names.split(' ').filter(|n| !n.is_empty()) {
+                self.names.entry(name.to_lowercase()).or_default().push(key);
+            }
+            self.bm25.insert(key, analyzed);
+            self.docs.insert(key, meta);
+        }
+        self.paths.insert(
+            entry.path_id,
+            PathMeta {
+                path: entry.path.clone(),
+                file_hash: entry.file_hash,
+                language: entry.language,
+                chunks: count,
+            },
+        );
+    }
+
+    /// The snapshot's sidecar: what the index was built from, so a reader can reconcile it.
+    fn encode_meta(&self) -> Vec<u8> {
+        let mut w = codec::Writer::default();
+        w.u64(self.generation);
+        w.u32(u32::try_from(self.paths.len()).unwrap_or(u32::MAX));
+        for (id, p) in &self.paths {
+            w.u32(*id);
+            w.str(&p.path);
+            w.i64(p.file_hash);
+            w.str(p.language.name());
+            w.u32(p.chunks);
+        }
+        w.u32(u32::try_from(self.docs.len()).unwrap_or(u32::MAX));
+        for (key, d) in &self.docs {
+            w.u64(*key);
+            w.str(d.kind.name());
+            w.str(&d.symbol);
+            w.str(&d.local_path);
+            w.str(&d.names);
+            w.u32(d.start_line);
+            w.u32(d.end_line);
+        }
+        w.into_inner()
+    }
+
+    fn decode(bm25: Bm25Index, meta: &[u8]) -> Option<Lexical> {
+        let mut r = codec::Reader::new(meta);
+        let generation = r.u64()?;
+        let mut paths = HashMap::new();
+        for _ in 0..r.u32()? {
+            let id = r.u32()?;
+            let path = r.str()?.to_owned();
+            let file_hash = r.i64()?;
+            let language = Language::from_name(r.str()?)?;
+            let chunks = r.u32()?;
+            paths.insert(id, PathMeta { path, file_hash, language, chunks });
+        }
+        let mut docs = HashMap::new();
+        let mut names: HashMap<String, Vec<u64>> = HashMap::new();
+        for _ in 0..r.u32()? {
+            let key = r.u64()?;
+            let kind = ChunkKind::from_name(r.str()?)?;
+            let meta = DocMeta {
+                kind,
+                symbol: r.str()?.into(),
+                local_path: r.str()?.into(),
+                names: r.str()?.into(),
+                start_line: r.u32()?,
+                end_line: r.u32()?,
+            };
+            for name in meta.names.split(' ').filter(|n| !n.is_empty()) {
+                names.entry(name.to_lowercase()).or_default().push(key);
+            }
+            docs.insert(key, meta);
+        }
+        (r.is_empty() && docs.len() == bm25.len()).then_some(Lexical { bm25, generation, paths, docs, names })
+    }
+}
+
+fn doc_meta(c: &StoredChunk) -> DocMeta {
+    DocMeta {
+        kind: c.kind,
+        symbol: c.symbol.as_str().into(),
+        local_path: c.local_path.as_str().into(),
+        names: c.names.as_str().into(),
+        start_line: c.start_line,
+        end_line: c.end_line,
+    }
+}
+
+fn analyze_chunk(entry: &ViewEntry, c: &StoredChunk) -> AnalyzedDoc {
+    let symbol_path = join_symbol_path(&module_path(&entry.path, entry.language), &c.local_path, entry.language);
+    let body = if c.context.is_empty() {
+        std::borrow::Cow::Borrowed(c.content.as_str())
+    } else {
+        std::borrow::Cow::Owned(format!("{}\n{}", c.context, c.content))
+    };
+    analyze_doc(&DocFields {
+        name: &c.names,
+        symbol_path: &symbol_path,
+        path: &entry.path,
+        body: &body,
+    })
+}
+
+/// One index directory, shared by every thread of a process.
+pub struct Engine {
+    dir: PathBuf,
+    writer: Mutex<Store>,
+    reader: Mutex<Store>,
+    lexical: RwLock<Lexical>,
+    done: AtomicUsize,
+    total: AtomicUsize,
+    cancel: AtomicBool,
+    pool: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>>,
+    weights: Weights,
+}
+
+impl Engine {
+    /// Opens or creates the index in `dir`, loading the lexical snapshot and reconciling it
+    /// with the store.
+    pub fn open(dir: &Path) -> Result<Engine> {
+        fs::create_dir_all(dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        let db = dir.join(DB_FILE);
+        let writer = Store::open(&db)?;
+        let reader = Store::open(&db)?;
+        let lexical = match Bm25Index::load(&dir.join(LEXICAL_FILE)) {
+            Ok((bm25, meta)) => Lexical::decode(bm25, &meta).unwrap_or_else(Lexical::empty),
+            Err(_) => Lexical::empty(),
+        };
+        let engine = Engine {
+            dir: dir.to_owned(),
+            writer: Mutex::new(writer),
+            reader: Mutex::new(reader),
+            lexical: RwLock::new(lexical),
+            done: AtomicUsize::new(0),
+            total: AtomicUsize::new(0),
+            cancel: AtomicBool::new(false),
+            pool: Mutex::new(None),
+            weights: Weights::default(),
+        };
+        engine.refresh()?;
+        Ok(engine)
+    }
+
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn lock<'a, T>(m: &'a Mutex<T>) -> MutexGuard<'a, T> {
+        // A panic while holding the lock leaves SQLite consistent (transactions roll back).
+        m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A private pool, rebuilt in a forked child whose inherited pool has no threads.
+    fn pool(&self) -> Result<Arc<rayon::ThreadPool>> {
+        let pid = std::process::id();
+        let mut slot = Self::lock(&self.pool);
+        if let Some((owner, pool)) = slot.as_ref()
+            && *owner == pid
+        {
+            return Ok(pool.clone());
+        }
+        let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("coderecall-{i}"))
+            .build()
+            .map_err(|e| Error::InvalidArgument(format!("cannot start worker threads: {e}")))?;
+        let pool = Arc::new(pool);
+        *slot = Some((pid, pool.clone()));
+        Ok(pool)
+    }
+
+    #[must_use]
+    pub fn progress(&self) -> (usize, usize) {
+        (self.done.load(Ordering::Relaxed), self.total.load(Ordering::Relaxed))
+    }
+
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::SeqCst);
+    }
+
+    fn check_cancel(&self) -> Result<()> {
+        if self.cancel.load(Ordering::SeqCst) {
+            Err(Error::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The view as `(path, mtime_ns, size)`, for the caller's stat-based delta.
+    pub fn file_stats(&self) -> Result<Vec<(String, i64, i64)>> {
+        let view = Self::lock(&self.reader).view(DEFAULT_VIEW)?;
+        Ok(view.into_iter().map(|e| (e.path, e.mtime_ns, e.size)).collect())
+    }
+
+    pub fn get_meta(&self, key: &str) -> Result<Option<String>> {
+        Self::lock(&self.reader).get_meta(key)
+    }
+
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        Self::lock(&self.writer).set_meta(key, value)
+    }
+
+    /// Indexes `files` and removes `removed` from the view, publishing atomically.
+    pub fn update(&self, root: &Path, files: &[FileInput], removed: &[String], max_file_bytes: u64) -> Result<UpdateStats> {
+        self.cancel.store(false, Ordering::SeqCst);
+        self.done.store(0, Ordering::Relaxed);
+        self.total.store(files.len(), Ordering::Relaxed);
+        let pool = self.pool()?;
+        let result = pool.install(|| self.update_in_pool(root, files, removed, max_file_bytes));
+        self.cancel.store(false, Ordering::SeqCst);
+        result
+    }
+
+    fn update_in_pool(&self, root: &Path, files: &[FileInput], removed: &[String], max_file_bytes: u64) -> Result<UpdateStats> {
+        let mut stats = UpdateStats::default();
+        // Read and hash in parallel; parse only what the store has never seen.
+        let reads: Vec<std::result::Result<Read_, (String, SkipReason)>> = files
+            .par_iter()
+            .map(|f| {
+                let read = read_file(root, f, max_file_bytes);
+                if read.is_err() {
+                    self.done.fetch_add(1, Ordering::Relaxed);
+                }
+                read
+            })
+            .collect();
+        self.check_cancel()?;
+        let mut ok: Vec<Read_> = Vec::with_capacity(reads.len());
+        for r in reads {
+            match r {
+                Ok(read) => ok.push(read),
+                Err(skip) => stats.skipped.push(skip),
+            }
+        }
+        let hashes: Vec<i64> = ok.iter().map(|r| r.hash).collect();
+        let known = Self::lock(&self.writer).known_hashes(&hashes)?;
+        // One parse per distinct unknown content, whatever the number of paths holding it.
+        let mut to_parse: HashMap<i64, &Read_> = HashMap::new();
+        for r in &ok {
+            if known.contains(&r.hash) {
+                self.done.fetch_add(1, Ordering::Relaxed);
+                stats.files_reused += 1;
+            } else {
+                to_parse.entry(r.hash).or_insert(r);
+            }
+        }
+        let parsed: Vec<(i64, std::result::Result<FileVersion, SkipReason>)> = to_parse
+            .into_par_iter()
+            .map(|(hash, r)| {
+                if self.cancel.load(Ordering::Relaxed) {
+                    return (hash, Err(SkipReason::Unreadable));
+                }
+                let version = parse_version(r);
+                self.done.fetch_add(1, Ordering::Relaxed);
+                (hash, version)
+            })
+            .collect();
+        self.check_cancel()?;
+        let mut versions = Vec::new();
+        let mut failed: HashMap<i64, SkipReason> = HashMap::new();
+        for (hash, p) in parsed {
+            match p {
+                Ok(v) => {
+                    stats.bytes_parsed += v.size;
+                    stats.chunks_added += v.chunks.len() as u64;
+                    stats.symbols_added += v.symbols.len() as u64;
+                    versions.push(v);
+                }
+                Err(reason) => {
+                    failed.insert(hash, reason);
+                }
+            }
+        }
+        stats.files_parsed = versions.len() as u64;
+        let mut upserts = Vec::with_capacity(ok.len());
+        for r in &ok {
+            if let Some(reason) = failed.get(&r.hash) {
+                stats.skipped.push((r.path.clone(), *reason));
+            } else {
+                upserts.push(ViewUpdate {
+                    path: r.path.clone(),
+                    file_hash: r.hash,
+                    mtime_ns: r.mtime_ns,
+                    size: r.size,
+                });
+            }
+        }
+        // Whatever was skipped this time must not linger in the view with old content.
+        let mut to_remove: Vec<String> = removed.to_vec();
+        to_remove.extend(stats.skipped.iter().map(|(p, _)| p.clone()));
+        let generation = {
+            let mut writer = Self::lock(&self.writer);
+            let in_view: HashSet<String> = writer.view(DEFAULT_VIEW)?.into_iter().map(|e| e.path).collect();
+            to_remove.retain(|p| in_view.contains(p));
+            stats.files_removed = to_remove.len() as u64;
+            writer.publish(DEFAULT_VIEW, &versions, &upserts, &to_remove, || self.check_cancel())?
+        };
+        stats.generation = generation;
+        let fresh: HashMap<i64, &FileVersion> = versions.iter().map(|v| (v.hash, v)).collect();
+        self.reconcile(&fresh)?;
+        stats.skipped.sort();
+        Ok(stats)
+    }
+
+    /// Brings the lexical index up to the published generation if it lags.
+    pub fn refresh(&self) -> Result<()> {
+        let generation = Self::lock(&self.reader).generation()?;
+        let current = self
+            .lexical
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .generation;
+        if generation != current {
+            let pool = self.pool()?;
+            pool.install(|| self.reconcile(&HashMap::new()))?;
+        }
+        Ok(())
+    }
+
+    /// Makes the lexical index reflect the store's view exactly, rebuilding the documents of
+    /// every path whose content changed (from `fresh` versions when given, else from SQLite),
+    /// then saves a snapshot stamped with the generation.
+    fn reconcile(&self, fresh: &HashMap<i64, &FileVersion>) -> Result<()> {
+        let (generation, view) = {
+            let reader = Self::lock(&self.reader);
+            reader.snapshot(DEFAULT_VIEW)?
+        };
+        let mut lexical = self.lexical.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if lexical.generation == generation && generation != 0 {
+            return Ok(());
+        }
+        let by_id: HashMap<u32, &ViewEntry> = view.iter().map(|e| (e.path_id, e)).collect();
+        let stale: Vec<u32> = lexical
+            .paths
+            .iter()
+            .filter(|(id, meta)| by_id.get(id).is_none_or(|e| e.file_hash != meta.file_hash || e.path != meta.path))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stale {
+            lexical.remove_path(id);
+        }
+        let missing: Vec<&ViewEntry> = view.iter().filter(|e| !lexical.paths.contains_key(&e.path_id)).collect();
+        // SQLite reads are sequential; analysis runs in parallel.
+        let mut loaded: Vec<(&ViewEntry, Vec<StoredChunk>)> = Vec::with_capacity(missing.len());
+        {
+            let reader = Self::lock(&self.reader);
+            for entry in missing {
+                let chunks = match fresh.get(&entry.file_hash) {
+                    Some(v) => stored_chunks(v),
+                    None => reader.chunks(entry.file_hash)?,
+                };
+                loaded.push((entry, chunks));
+            }
+        }
+        let analyzed: Vec<(&ViewEntry, Vec<(u32, DocMeta, AnalyzedDoc)>)> = loaded
+            .par_iter()
+            .map(|(entry, chunks)| {
+                let docs = chunks.iter().map(|c| (c.ordinal, doc_meta(c), analyze_chunk(entry, c))).collect();
+                (*entry, docs)
+            })
+            .collect();
+        for (entry, docs) in analyzed {
+            lexical.insert_path(entry, docs);
+        }
+        lexical.generation = generation;
+        let meta = lexical.encode_meta();
+        // The snapshot is an optimisation: failing to write it (read-only media, disk full)
+        // costs a rebuild on the next open, never correctness.
+        let _ = lexical.bm25.save(&self.dir.join(LEXICAL_FILE), &meta);
+        Ok(())
+    }
+
+    pub fn search(&self, req: &SearchRequest) -> Result<Vec<Hit>> {
+        self.refresh()?;
+        let query = Query::parse(&req.query);
+        if query.terms.is_empty() || req.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let lexical = self.lexical.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let lx = &*lexical;
+        let allowed = |key: u64| -> bool {
+            let Some(p) = lx.paths.get(&path_id_of(key)) else {
+                return false;
+            };
+            (req.languages.is_empty() || req.languages.contains(&p.language))
+                && (req.directories.is_empty()
+                    || req.directories.iter().any(|d| {
+                        d.is_empty() || p.path.strip_prefix(d.as_str()).is_some_and(|rest| rest.starts_with('/'))
+                    }))
+                && (req.kinds.is_empty()
+                    || lx.docs.get(&key).is_some_and(|d| req.kinds.contains(&d.kind)))
+        };
+        let k = (req.limit * 10).max(MIN_CANDIDATES);
+        let mut candidates = lx.bm25.search_terms(&query.terms, k, Some(&allowed));
+        // Identifier queries also consider every chunk defining that name, however common
+        // the name is in bodies elsewhere.
+        if query.class == QueryClass::Identifier
+            && let Some(last) = query.segments.last()
+            && let Some(keys) = lx.names.get(last)
+        {
+            let have: HashSet<u64> = candidates.iter().map(|(k, _)| *k).collect();
+            let extra: HashSet<u64> = keys.iter().copied().filter(|k| !have.contains(k) && allowed(*k)).collect();
+            if !extra.is_empty() {
+                let only_extra = |key: u64| extra.contains(&key);
+                candidates.extend(lx.bm25.search_terms(&query.terms, extra.len(), Some(&only_extra)));
+            }
+        }
+        let scored: Vec<(f32, u64)> = candidates
+            .into_iter()
+            .filter_map(|(key, bm25)| {
+                let doc = lx.docs.get(&key)?;
+                let path = lx.paths.get(&path_id_of(key))?;
+                let c = Candidate {
+                    bm25,
+                    path: &path.path,
+                    symbol: &doc.symbol,
+                    local_path: &doc.local_path,
+                    names: &doc.names,
+                    kind: doc.kind,
+                };
+                Some((score(&query, &c, &self.weights), key))
+            })
+            .collect();
+        let ranked = diversify(
+            scored,
+            |key| path_id_of(*key),
+            req.per_file,
+            req.limit,
+        );
+        let reader = if req.with_content { Some(Self::lock(&self.reader)) } else { None };
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (score, key) in ranked {
+            let (Some(doc), Some(path)) = (lx.docs.get(&key), lx.paths.get(&path_id_of(key))) else {
+                continue;
+            };
+            let content = match &reader {
+                Some(r) => r.chunk_content(path.file_hash, ordinal_of(key))?,
+                None => None,
+            };
+            hits.push(Hit {
+                path: path.path.clone(),
+                start_line: doc.start_line,
+                end_line: doc.end_line,
+                language: path.language,
+                kind: doc.kind,
+                symbol: doc.symbol.to_string(),
+                symbol_path: join_symbol_path(&module_path(&path.path, path.language), &doc.local_path, path.language),
+                score,
+                content,
+            });
+        }
+        Ok(hits)
+    }
+
+    pub fn status(&self) -> Result<Status> {
+        let reader = Self::lock(&self.reader);
+        let counts = reader.counts(DEFAULT_VIEW)?;
+        let size = |name: &str| fs::metadata(self.dir.join(name)).map_or(0, |m| m.len());
+        Ok(Status {
+            schema_version: reader.schema_version()?,
+            generation: reader.generation()?,
+            files: counts.files,
+            chunks: counts.chunks,
+            symbols: counts.symbols,
+            file_versions: counts.file_versions,
+            languages: counts.languages,
+            db_bytes: size(DB_FILE) + size(&format!("{DB_FILE}-wal")),
+            lexical_bytes: size(LEXICAL_FILE),
+        })
+    }
+}
+
+fn stored_chunks(v: &FileVersion) -> Vec<StoredChunk> {
+    v.chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| StoredChunk {
+            ordinal: u32::try_from(i).unwrap_or(u32::MAX),
+            start_line: c.start_line,
+            end_line: c.end_line,
+            kind: c.kind,
+            symbol: c.symbol.clone(),
+            local_path: c.local_path.clone(),
+            names: c.names.clone(),
+            context: c.context.clone(),
+            content: c.content.clone(),
+        })
+        .collect()
+}
+
+/// A file read from disk, with the facts needed to decide what to do with it.
+struct Read_ {
+    path: String,
+    mtime_ns: i64,
+    size: i64,
+    hash: i64,
+    bytes: Vec<u8>,
+}
+
+fn read_file(root: &Path, f: &FileInput, max_file_bytes: u64) -> std::result::Result<Read_, (String, SkipReason)> {
+    let skip = |reason| Err((f.path.clone(), reason));
+    let full = root.join(&f.path);
+    let meta = match fs::symlink_metadata(&full) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return skip(SkipReason::Deleted),
+        Err(_) => return skip(SkipReason::Unreadable),
+    };
+    if meta.file_type().is_symlink() {
+        return skip(SkipReason::Symlink);
+    }
+    if !meta.is_file() {
+        return skip(SkipReason::Unreadable);
+    }
+    if meta.len() > max_file_bytes {
+        return skip(SkipReason::TooLarge);
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    let read = fs::File::open(&full).and_then(|file| file.take(max_file_bytes + 1).read_to_end(&mut bytes));
+    match read {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return skip(SkipReason::Deleted),
+        Err(_) => return skip(SkipReason::Unreadable),
+    }
+    if bytes.len() as u64 > max_file_bytes {
+        return skip(SkipReason::TooLarge); // grew after the stat
+    }
+    if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
+        return skip(SkipReason::Binary);
+    }
+    let head = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
+    if Language::detect(&f.path, head).is_none() {
+        return skip(SkipReason::NoParser);
+    }
+    Ok(Read_ {
+        path: f.path.clone(),
+        mtime_ns: f.mtime_ns,
+        size: f.size,
+        hash: content_hash(&bytes),
+        bytes,
+    })
+}
+
+fn parse_version(r: &Read_) -> std::result::Result<FileVersion, SkipReason> {
+    let text = std::str::from_utf8(&r.bytes).map_err(|_| SkipReason::InvalidUtf8)?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let head = &r.bytes[..r.bytes.len().min(BINARY_SNIFF_BYTES)];
+    let language = Language::detect(&r.path, head).ok_or(SkipReason::NoParser)?;
+    let chunks = chunk_file(text, language);
+    Ok(FileVersion {
+        hash: r.hash,
+        language,
+        size: r.bytes.len() as u64,
+        lines: u32::try_from(text.lines().count()).unwrap_or(u32::MAX),
+        chunks: chunks.chunks,
+        symbols: chunks.symbols,
+    })
+}
+
+/// A tiny length-prefixed binary codec for the lexical snapshot's sidecar.
+mod codec {
+    #[derive(Default)]
+    pub(super) struct Writer(Vec<u8>);
+
+    impl Writer {
+        pub(super) fn u32(&mut self, v: u32) {
+            self.0.extend_from_slice(&v.to_le_bytes());
+        }
+        pub(super) fn u64(&mut self, v: u64) {
+            self.0.extend_from_slice(&v.to_le_bytes());
+        }
+        pub(super) fn i64(&mut self, v: i64) {
+            self.0.extend_from_slice(&v.to_le_bytes());
+        }
+        pub(super) fn str(&mut self, s: &str) {
+            self.u32(u32::try_from(s.len()).unwrap_or(u32::MAX));
+            self.0.extend_from_slice(s.as_bytes());
+        }
+        pub(super) fn into_inner(self) -> Vec<u8> {
+            self.0
+        }
+    }
+
+    pub(super) struct Reader<'a>(&'a [u8]);
+
+    impl<'a> Reader<'a> {
+        pub(super) fn new(bytes: &'a [u8]) -> Self {
+            Reader(bytes)
+        }
+        fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+            let (head, rest) = self.0.split_at_checked(N)?;
+            self.0 = rest;
+            head.try_into().ok()
+        }
+        pub(super) fn u32(&mut self) -> Option<u32> {
+            self.take().map(u32::from_le_bytes)
+        }
+        pub(super) fn u64(&mut self) -> Option<u64> {
+            self.take().map(u64::from_le_bytes)
+        }
+        pub(super) fn i64(&mut self) -> Option<i64> {
+            self.take().map(i64::from_le_bytes)
+        }
+        pub(super) fn str(&mut self) -> Option<&'a str> {
+            let len = usize::try_from(self.u32()?).ok()?;
+            let (head, rest) = self.0.split_at_checked(len)?;
+            self.0 = rest;
+            std::str::from_utf8(head).ok()
+        }
+        pub(super) fn is_empty(&self) -> bool {
+            self.0.is_empty()
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! coderecall-core: the pure-Rust engine behind coderecall.
+//!
+//! Modules, in pipeline order:
+//! - [`lang`]: language registry (extensions, tree-sitter grammars, definition queries).
+//! - [`chunk`]: semantic chunking and symbol extraction.
+//! - [`analyzer`]: the code-aware tokenizer shared by indexing and queries.
+//! - [`bm25`]: the BM25F inverted index.
+//! - [`store`]: the SQLite source of truth (file versions, chunks, symbols, views).
+//! - [`engine`]: indexing and search over a store, including the ranking layer.
+
+pub mod analyzer;
+pub mod bm25;
+pub mod chunk;
+pub mod engine;
+pub mod error;
+pub mod hash;
+pub mod lang;
+pub mod rank;
+pub mod store;
+
+pub use error::{Error, Result};

@@ -1,0 +1,377 @@
+//! The ranking layer: re-scores lexical candidates with what a code searcher knows about code.
+//!
+//! The query is classified (identifier, path, natural language) and checked for intents
+//! (tests, docs). Each candidate's BM25F score is multiplied by factors for exact and partial
+//! symbol-name matches, definitions over mentions, and path-token matches, and demoted when it
+//! lives in tests, vendored, generated or documentation paths the query did not ask for.
+//! Factors are named in [`Weights`] so benchmarks can tune them as a whole.
+
+use std::collections::HashMap;
+
+use crate::analyzer::analyze_to_vec;
+use crate::chunk::ChunkKind;
+use crate::lang::Language;
+
+/// What the user typed, judged by its shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryClass {
+    /// One identifier, possibly qualified: `parse_args`, `Client.send`, `std::io::Read`.
+    Identifier,
+    /// A file or directory path: `src/store.rs`, `auth/tokens`.
+    Path,
+    /// Anything else: "where are tokens refreshed".
+    NaturalLanguage,
+}
+
+/// Where a file sits, judged by its path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathClass {
+    Source,
+    Test,
+    Vendored,
+    Generated,
+    Docs,
+}
+
+#[derive(Clone, Debug)]
+pub struct Query {
+    pub raw: String,
+    pub class: QueryClass,
+    /// Analyzer tokens, deduplicated, in query order.
+    pub terms: Vec<String>,
+    /// For identifier queries: the segments, lower-cased (`Client.send` -> `client`, `send`).
+    pub segments: Vec<String>,
+    pub wants_tests: bool,
+    pub wants_docs: bool,
+    pub wants_vendored: bool,
+}
+
+impl Query {
+    #[must_use]
+    pub fn parse(raw: &str) -> Query {
+        let raw = raw.trim();
+        let class = classify_query(raw);
+        let mut terms = analyze_to_vec(raw);
+        let mut seen = std::collections::HashSet::new();
+        terms.retain(|t| seen.insert(t.clone()));
+        let segments = if class == QueryClass::Identifier {
+            split_qualified(raw)
+        } else {
+            Vec::new()
+        };
+        let words: Vec<String> = raw
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let has = |options: &[&str]| words.iter().any(|w| options.contains(&w.as_str()));
+        Query {
+            raw: raw.to_owned(),
+            class,
+            terms,
+            segments,
+            wants_tests: has(&["test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock"]),
+            wants_docs: has(&["doc", "docs", "documentation", "readme", "guide", "tutorial", "changelog"]),
+            wants_vendored: has(&["vendor", "vendored", "third_party", "node_modules"]),
+        }
+    }
+}
+
+fn classify_query(raw: &str) -> QueryClass {
+    if raw.is_empty() || raw.chars().any(char::is_whitespace) {
+        return QueryClass::NaturalLanguage;
+    }
+    if raw.contains('/') || raw.contains('\\') || has_file_extension(raw) {
+        return QueryClass::Path;
+    }
+    let identifier_chars = raw
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '#' | '$' | '-' | '>'));
+    if identifier_chars && raw.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$') {
+        QueryClass::Identifier
+    } else {
+        QueryClass::NaturalLanguage
+    }
+}
+
+fn has_file_extension(raw: &str) -> bool {
+    const EXTENSIONS: &[&str] = &[
+        "py", "pyi", "js", "mjs", "cjs", "jsx", "ts", "tsx", "rs", "go", "java", "c", "h", "cc",
+        "cpp", "hpp", "cs", "rb", "php", "kt", "kts", "swift", "scala", "sh", "lua", "zig", "md",
+        "json", "yaml", "yml", "toml", "html", "css", "sql", "txt", "rst",
+    ];
+    raw.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty() && EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
+    })
+}
+
+/// `Client.send`, `std::io::Read`, `Foo#bar`, `a->b` -> lower-cased segments.
+fn split_qualified(raw: &str) -> Vec<String> {
+    raw.split(['.', ':', '#', '>'])
+        .map(|s| s.trim_end_matches('-'))
+        .filter(|s| !s.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+#[must_use]
+pub fn classify_path(path: &str) -> PathClass {
+    let lower = path.to_ascii_lowercase();
+    let parts: Vec<&str> = lower.split('/').collect();
+    let (dirs, file) = parts.split_at(parts.len().saturating_sub(1));
+    let file = file.first().copied().unwrap_or_default();
+    let in_dir = |names: &[&str]| dirs.iter().any(|d| names.contains(d));
+    if in_dir(&["vendor", "vendored", "third_party", "third-party", "thirdparty", "node_modules", "external", "extern", "deps", "_vendor", "site-packages"]) {
+        return PathClass::Vendored;
+    }
+    if file.contains(".min.")
+        || file.ends_with(".pb.go")
+        || file.ends_with("_pb2.py")
+        || file.ends_with("_pb2_grpc.py")
+        || file.ends_with(".g.dart")
+        || file.ends_with(".generated.cs")
+        || file.ends_with(".designer.cs")
+        || in_dir(&["generated", "gen", "__generated__", "dist", "build"])
+    {
+        return PathClass::Generated;
+    }
+    let stem = file.split('.').next().unwrap_or_default();
+    if in_dir(&["test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "fixtures", "e2e"])
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_spec")
+        || stem.ends_with("tests")
+        || (stem.ends_with("test") && file.ends_with(".java"))
+        || file.contains(".test.")
+        || file.contains(".spec.")
+        || stem == "conftest"
+    {
+        return PathClass::Test;
+    }
+    let doc_ext = [".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc"];
+    if in_dir(&["doc", "docs", "documentation", "examples", "example"]) && !is_code_file(file)
+        || doc_ext.iter().any(|e| file.ends_with(e))
+    {
+        return PathClass::Docs;
+    }
+    PathClass::Source
+}
+
+fn is_code_file(file: &str) -> bool {
+    Language::detect(file, b"").is_some_and(|l| l.grammar().is_some())
+}
+
+/// Multipliers of the ranking layer. Defaults are a first calibration; the quality benchmark
+/// (benches/quality) is the judge of any change.
+#[derive(Clone, Debug)]
+pub struct Weights {
+    /// The chunk's own symbol is the identifier asked for.
+    pub exact_symbol: f32,
+    /// Also the qualifier matches (`Client.send` in class `Client`).
+    pub exact_qualified: f32,
+    /// The identifier is defined in the chunk but is not its main symbol.
+    pub exact_name: f32,
+    /// Up to this much more as query terms cover the symbol's name tokens.
+    pub partial_symbol: f32,
+    /// Definitions over glue code and text, for identifier queries.
+    pub definition_identifier: f32,
+    /// Definitions over glue code and text, for other queries.
+    pub definition: f32,
+    /// Up to this much more as query terms appear in the path.
+    pub path_terms: f32,
+    /// Path query found in the path.
+    pub path_match: f32,
+    pub test: f32,
+    pub vendored: f32,
+    pub generated: f32,
+    pub docs: f32,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            exact_symbol: 3.0,
+            exact_qualified: 1.5,
+            exact_name: 1.6,
+            partial_symbol: 0.6,
+            definition_identifier: 1.5,
+            definition: 1.1,
+            path_terms: 0.3,
+            path_match: 3.0,
+            test: 0.55,
+            vendored: 0.35,
+            generated: 0.4,
+            docs: 0.6,
+        }
+    }
+}
+
+/// What the ranking layer knows about one candidate.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate<'a> {
+    pub bm25: f32,
+    pub path: &'a str,
+    pub symbol: &'a str,
+    pub local_path: &'a str,
+    pub names: &'a str,
+    pub kind: ChunkKind,
+}
+
+/// The final score of a candidate.
+#[must_use]
+pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
+    let mut s = c.bm25;
+    let symbol = c.symbol.to_lowercase();
+    match query.class {
+        QueryClass::Identifier => {
+            if let Some(last) = query.segments.last() {
+                if !symbol.is_empty() && symbol == *last {
+                    s *= w.exact_symbol;
+                    if query.segments.len() > 1 && qualifier_matches(&query.segments, c.local_path) {
+                        s *= w.exact_qualified;
+                    }
+                } else if c.names.split(' ').any(|n| n.eq_ignore_ascii_case(last)) {
+                    s *= w.exact_name;
+                }
+            }
+            if c.kind.is_definition() {
+                s *= w.definition_identifier;
+            }
+        }
+        QueryClass::Path => {
+            let q = query.raw.trim_start_matches("./").to_lowercase().replace('\\', "/");
+            if c.path.to_lowercase().contains(&q) {
+                s *= w.path_match;
+            }
+        }
+        QueryClass::NaturalLanguage => {
+            let words = query.raw.split_whitespace();
+            let mut exact = false;
+            for word in words {
+                let word = word.trim_matches(|ch: char| !(ch.is_alphanumeric() || ch == '_'));
+                if word.len() > 2 && !symbol.is_empty() && word.eq_ignore_ascii_case(&symbol) {
+                    exact = true;
+                }
+            }
+            if exact {
+                s *= w.exact_name;
+            }
+            if c.kind.is_definition() {
+                s *= w.definition;
+            }
+        }
+    }
+    if !symbol.is_empty() && query.class != QueryClass::Path {
+        s *= 1.0 + w.partial_symbol * coverage(&query.terms, &symbol);
+    }
+    s *= 1.0 + w.path_terms * coverage(&query.terms, c.path);
+    s * match classify_path(c.path) {
+        PathClass::Source => 1.0,
+        PathClass::Test if query.wants_tests => 1.0,
+        PathClass::Docs if query.wants_docs => 1.0,
+        PathClass::Vendored if query.wants_vendored => 1.0,
+        PathClass::Test => w.test,
+        PathClass::Vendored => w.vendored,
+        PathClass::Generated => w.generated,
+        PathClass::Docs => w.docs,
+    }
+}
+
+/// `Client.send` matches a local path ending in `Client.send` (any separator, any case).
+fn qualifier_matches(segments: &[String], local_path: &str) -> bool {
+    let local: Vec<String> = split_qualified(local_path);
+    local.len() >= segments.len() && local[local.len() - segments.len()..] == *segments
+}
+
+/// Fraction of the symbol's (or path's) analyzer tokens that are query terms.
+fn coverage(terms: &[String], text: &str) -> f32 {
+    let tokens = analyze_to_vec(text);
+    if tokens.is_empty() || terms.is_empty() {
+        return 0.0;
+    }
+    let hits = tokens.iter().filter(|t| terms.contains(t)).count();
+    #[allow(clippy::cast_precision_loss)]
+    let fraction = hits as f32 / tokens.len() as f32;
+    fraction
+}
+
+/// Keeps at most `per_file` results per file (0 = no cap), best first, then the top `limit`.
+#[must_use]
+pub fn diversify<T, K: std::hash::Hash + Eq>(
+    mut ranked: Vec<(f32, T)>,
+    file_of: impl Fn(&T) -> K,
+    per_file: usize,
+    limit: usize,
+) -> Vec<(f32, T)> {
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut per_path: HashMap<K, usize> = HashMap::new();
+    let mut out = Vec::with_capacity(limit);
+    for (s, item) in ranked {
+        if out.len() >= limit {
+            break;
+        }
+        let seen = per_path.entry(file_of(&item)).or_default();
+        if per_file > 0 && *seen >= per_file {
+            continue;
+        }
+        *seen += 1;
+        out.push((s, item));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_queries() {
+        assert_eq!(Query::parse("parse_args").class, QueryClass::Identifier);
+        assert_eq!(Query::parse("Client.send").class, QueryClass::Identifier);
+        assert_eq!(Query::parse("std::io::Read").class, QueryClass::Identifier);
+        assert_eq!(Query::parse("src/store.rs").class, QueryClass::Path);
+        assert_eq!(Query::parse("store.rs").class, QueryClass::Path);
+        assert_eq!(Query::parse("where are tokens refreshed").class, QueryClass::NaturalLanguage);
+        assert_eq!(Query::parse("Client.send").segments, ["client", "send"]);
+        assert!(Query::parse("tests for the parser").wants_tests);
+        assert!(!Query::parse("parse the config").wants_tests);
+    }
+
+    #[test]
+    fn classifies_paths() {
+        assert_eq!(classify_path("src/auth/tokens.py"), PathClass::Source);
+        assert_eq!(classify_path("tests/test_tokens.py"), PathClass::Test);
+        assert_eq!(classify_path("pkg/tokens_test.go"), PathClass::Test);
+        assert_eq!(classify_path("web/app.spec.ts"), PathClass::Test);
+        assert_eq!(classify_path("vendor/github.com/x/y.go"), PathClass::Vendored);
+        assert_eq!(classify_path("api/v1/service.pb.go"), PathClass::Generated);
+        assert_eq!(classify_path("docs/guide.md"), PathClass::Docs);
+        assert_eq!(classify_path("README.md"), PathClass::Docs);
+        assert_eq!(classify_path("docs/conf.py"), PathClass::Source);
+    }
+
+    fn candidate<'a>(path: &'a str, symbol: &'a str, local_path: &'a str, kind: ChunkKind) -> Candidate<'a> {
+        Candidate { bm25: 1.0, path, symbol, local_path, names: symbol, kind }
+    }
+
+    #[test]
+    fn exact_definitions_beat_mentions_and_tests_are_demoted() {
+        let w = Weights::default();
+        let q = Query::parse("refresh_token");
+        let def = score(&q, &candidate("src/auth.py", "refresh_token", "refresh_token", ChunkKind::Function), &w);
+        let mention = score(&q, &candidate("src/app.py", "main", "main", ChunkKind::Function), &w);
+        let test = score(&q, &candidate("tests/test_auth.py", "refresh_token", "refresh_token", ChunkKind::Function), &w);
+        assert!(def > mention && def > test);
+        let q = Query::parse("Client.send");
+        let qualified = score(&q, &candidate("a.py", "send", "Client.send", ChunkKind::Method), &w);
+        let other = score(&q, &candidate("b.py", "send", "Server.send", ChunkKind::Method), &w);
+        assert!(qualified > other);
+    }
+
+    #[test]
+    fn diversify_caps_results_per_file() {
+        let ranked = vec![(3.0, "a"), (2.5, "a"), (2.0, "a"), (1.0, "b")];
+        let out = diversify(ranked, |p| *p, 2, 10);
+        assert_eq!(out.iter().map(|x| x.1).collect::<Vec<_>>(), ["a", "a", "b"]);
+    }
+}

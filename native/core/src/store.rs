@@ -1,0 +1,630 @@
+//! The SQLite source of truth.
+//!
+//! Content-addressed: a file version is keyed by the xxh3 hash of its bytes; its chunks and
+//! symbols hang off that hash. A view maps paths to file hashes (the worktree). Every change
+//! to the view is one immediate transaction that also bumps the `generation`, so readers
+//! always see either the previous or the new state. Derived files (the lexical index) record
+//! the generation they were built from and are reconciled against the view when they lag.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+
+use crate::chunk::{Chunk, ChunkKind, Symbol};
+use crate::error::{Error, Result};
+use crate::lang::Language;
+
+/// Schema version written to `PRAGMA user_version`; `MIGRATIONS[i]` upgrades from `i` to `i + 1`.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: content-addressed file versions, chunks, symbols, views.
+    "
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE files (
+        hash        INTEGER PRIMARY KEY,
+        language    TEXT    NOT NULL,
+        size        INTEGER NOT NULL,
+        lines       INTEGER NOT NULL,
+        indexed_at  INTEGER NOT NULL,
+        orphaned_at INTEGER
+    );
+    CREATE TABLE chunks (
+        file_hash    INTEGER NOT NULL REFERENCES files(hash) ON DELETE CASCADE,
+        ordinal      INTEGER NOT NULL,
+        start_line   INTEGER NOT NULL,
+        end_line     INTEGER NOT NULL,
+        kind         TEXT    NOT NULL,
+        symbol       TEXT    NOT NULL,
+        local_path   TEXT    NOT NULL,
+        names        TEXT    NOT NULL,
+        context      TEXT    NOT NULL,
+        content      TEXT    NOT NULL,
+        content_hash INTEGER NOT NULL,
+        PRIMARY KEY (file_hash, ordinal)
+    );
+    CREATE INDEX chunks_by_content ON chunks(content_hash);
+    CREATE TABLE symbols (
+        file_hash  INTEGER NOT NULL REFERENCES files(hash) ON DELETE CASCADE,
+        name       TEXT    NOT NULL,
+        kind       TEXT    NOT NULL,
+        local_path TEXT    NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line   INTEGER NOT NULL
+    );
+    CREATE INDEX symbols_by_file ON symbols(file_hash);
+    CREATE INDEX symbols_by_name ON symbols(name COLLATE NOCASE);
+    CREATE TABLE views (
+        id   INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE
+    );
+    CREATE TABLE view_files (
+        id        INTEGER PRIMARY KEY,
+        view_id   INTEGER NOT NULL REFERENCES views(id) ON DELETE CASCADE,
+        path      TEXT    NOT NULL,
+        file_hash INTEGER NOT NULL REFERENCES files(hash),
+        mtime_ns  INTEGER NOT NULL,
+        size      INTEGER NOT NULL,
+        UNIQUE (view_id, path)
+    );
+    CREATE INDEX view_files_by_hash ON view_files(file_hash);
+    INSERT INTO views (id, name) VALUES (1, 'worktree');
+    INSERT INTO meta (key, value) VALUES ('generation', '0');
+    ",
+];
+
+/// The view every index has; worktrees and branches get their own views later.
+pub const DEFAULT_VIEW: i64 = 1;
+
+/// File versions no view has referenced for this long are deleted. Short enough to bound the
+/// store, long enough that switching back to a recent branch re-parses nothing.
+pub const ORPHAN_GRACE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A path of the view, with the identity of its content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewEntry {
+    /// Stable while the path stays in the view; part of every lexical document key.
+    pub path_id: u32,
+    pub path: String,
+    pub file_hash: i64,
+    pub language: Language,
+    pub mtime_ns: i64,
+    pub size: i64,
+}
+
+/// A parsed file version ready to be stored.
+#[derive(Debug)]
+pub struct FileVersion {
+    pub hash: i64,
+    pub language: Language,
+    pub size: u64,
+    pub lines: u32,
+    pub chunks: Vec<Chunk>,
+    pub symbols: Vec<Symbol>,
+}
+
+/// A chunk row as stored (path-independent).
+#[derive(Clone, Debug)]
+pub struct StoredChunk {
+    pub ordinal: u32,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub kind: ChunkKind,
+    pub symbol: String,
+    pub local_path: String,
+    pub names: String,
+    pub context: String,
+    pub content: String,
+}
+
+/// One path to put in the view.
+#[derive(Clone, Debug)]
+pub struct ViewUpdate {
+    pub path: String,
+    pub file_hash: i64,
+    pub mtime_ns: i64,
+    pub size: i64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreCounts {
+    pub files: u64,
+    pub chunks: u64,
+    pub symbols: u64,
+    pub file_versions: u64,
+    pub languages: Vec<(String, u64)>,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating and migrating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Store> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::InvalidArgument(format!(
+                "{} cannot use write-ahead logging (journal mode {mode}); is it on a network file system?",
+                path.display()
+            )));
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let mut store = Store {
+            conn,
+            path: path.to_owned(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(Error::SchemaTooNew {
+                path: self.path.clone(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        for (from, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", i64::try_from(from + 1).unwrap_or(i64::MAX))?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn schema_version(&self) -> Result<i64> {
+        Ok(self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    /// The published generation: bumped by every committed change to the view.
+    pub fn generation(&self) -> Result<u64> {
+        let value: String = self.conn.query_row(
+            "SELECT value FROM meta WHERE key = 'generation'",
+            [],
+            |r| r.get(0),
+        )?;
+        value.parse().map_err(|_| Error::Corrupt {
+            path: self.path.clone(),
+            reason: format!("generation {value:?} is not a number"),
+        })
+    }
+
+    pub fn get_meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    pub fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        if key == "generation" {
+            return Err(Error::InvalidArgument("the generation is managed by the store".into()));
+        }
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [key, value],
+        )?;
+        Ok(())
+    }
+
+    /// The generation and the view read in one transaction, so they belong together.
+    pub fn snapshot(&self, view_id: i64) -> Result<(u64, Vec<ViewEntry>)> {
+        let tx = self.conn.unchecked_transaction()?;
+        let generation = self.generation()?;
+        let view = self.view(view_id)?;
+        tx.finish()?;
+        Ok((generation, view))
+    }
+
+    /// Every path of the view.
+    pub fn view(&self, view_id: i64) -> Result<Vec<ViewEntry>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT v.id, v.path, v.file_hash, f.language, v.mtime_ns, v.size
+             FROM view_files v JOIN files f ON f.hash = v.file_hash
+             WHERE v.view_id = ?1",
+        )?;
+        let rows = stmt.query_map([view_id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, i64>(5)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, path, file_hash, language, mtime_ns, size) = row?;
+            out.push(ViewEntry {
+                path_id: self.path_id(id)?,
+                path,
+                file_hash,
+                language: self.language(&language)?,
+                mtime_ns,
+                size,
+            });
+        }
+        Ok(out)
+    }
+
+    fn path_id(&self, id: i64) -> Result<u32> {
+        u32::try_from(id).map_err(|_| Error::Corrupt {
+            path: self.path.clone(),
+            reason: format!("path id {id} out of range"),
+        })
+    }
+
+    fn language(&self, name: &str) -> Result<Language> {
+        Language::from_name(name).ok_or_else(|| Error::Corrupt {
+            path: self.path.clone(),
+            reason: format!("unknown language {name:?}"),
+        })
+    }
+
+    /// Which of `hashes` are stored file versions.
+    pub fn known_hashes(&self, hashes: &[i64]) -> Result<HashSet<i64>> {
+        let mut stmt = self.conn.prepare_cached("SELECT 1 FROM files WHERE hash = ?1")?;
+        let mut known = HashSet::new();
+        for &h in hashes {
+            if stmt.exists([h])? {
+                known.insert(h);
+            }
+        }
+        Ok(known)
+    }
+
+    /// The chunks of a file version, in order.
+    pub fn chunks(&self, file_hash: i64) -> Result<Vec<StoredChunk>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT ordinal, start_line, end_line, kind, symbol, local_path, names, context, content
+             FROM chunks WHERE file_hash = ?1 ORDER BY ordinal",
+        )?;
+        let rows = stmt.query_map([file_hash], |r| {
+            Ok((
+                r.get::<_, u32>(0)?,
+                r.get::<_, u32>(1)?,
+                r.get::<_, u32>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, String>(6)?,
+                r.get::<_, String>(7)?,
+                r.get::<_, String>(8)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (ordinal, start_line, end_line, kind, symbol, local_path, names, context, content) =
+                row?;
+            let kind = ChunkKind::from_name(&kind).ok_or_else(|| Error::Corrupt {
+                path: self.path.clone(),
+                reason: format!("unknown chunk kind {kind:?}"),
+            })?;
+            out.push(StoredChunk {
+                ordinal,
+                start_line,
+                end_line,
+                kind,
+                symbol,
+                local_path,
+                names,
+                context,
+                content,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The content of one chunk.
+    pub fn chunk_content(&self, file_hash: i64, ordinal: u32) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT content FROM chunks WHERE file_hash = ?1 AND ordinal = ?2")?
+            .query_row(params![file_hash, ordinal], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Publishes a new state of `view_id` in one transaction: stores `versions`, points
+    /// `upserts` at their hashes, drops `removed` paths, collects old orphans and bumps the
+    /// generation. Returns the new generation. `check` runs before the commit; an error from
+    /// it (cancellation) rolls everything back.
+    pub fn publish(
+        &mut self,
+        view_id: i64,
+        versions: &[FileVersion],
+        upserts: &[ViewUpdate],
+        removed: &[String],
+        check: impl Fn() -> Result<()>,
+    ) -> Result<u64> {
+        let now = unix_now();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut insert_file = tx.prepare_cached(
+                "INSERT OR IGNORE INTO files (hash, language, size, lines, indexed_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            let mut insert_chunk = tx.prepare_cached(
+                "INSERT OR REPLACE INTO chunks (file_hash, ordinal, start_line, end_line, kind,
+                    symbol, local_path, names, context, content, content_hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )?;
+            let mut insert_symbol = tx.prepare_cached(
+                "INSERT INTO symbols (file_hash, name, kind, local_path, start_line, end_line)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for v in versions {
+                let size = i64::try_from(v.size).unwrap_or(i64::MAX);
+                if insert_file.execute(params![v.hash, v.language.name(), size, v.lines, now])? == 0 {
+                    continue; // another writer stored this version first
+                }
+                for (ordinal, c) in (0_i64..).zip(&v.chunks) {
+                    insert_chunk.execute(params![
+                        v.hash,
+                        ordinal,
+                        c.start_line,
+                        c.end_line,
+                        c.kind.name(),
+                        c.symbol,
+                        c.local_path,
+                        c.names,
+                        c.context,
+                        c.content,
+                        c.content_hash,
+                    ])?;
+                }
+                for s in &v.symbols {
+                    insert_symbol.execute(params![
+                        v.hash,
+                        s.name,
+                        s.kind.name(),
+                        s.local_path,
+                        s.start_line,
+                        s.end_line
+                    ])?;
+                }
+            }
+            let mut old_hash = tx.prepare_cached(
+                "SELECT file_hash FROM view_files WHERE view_id = ?1 AND path = ?2",
+            )?;
+            let mut upsert = tx.prepare_cached(
+                "INSERT INTO view_files (view_id, path, file_hash, mtime_ns, size)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (view_id, path) DO UPDATE SET
+                    file_hash = excluded.file_hash, mtime_ns = excluded.mtime_ns, size = excluded.size",
+            )?;
+            let mut delete =
+                tx.prepare_cached("DELETE FROM view_files WHERE view_id = ?1 AND path = ?2")?;
+            let mut maybe_orphaned: Vec<i64> = Vec::new();
+            for u in upserts {
+                if let Some(old) = old_hash
+                    .query_row(params![view_id, u.path], |r| r.get::<_, i64>(0))
+                    .optional()?
+                    && old != u.file_hash
+                {
+                    maybe_orphaned.push(old);
+                }
+                upsert.execute(params![view_id, u.path, u.file_hash, u.mtime_ns, u.size])?;
+            }
+            for path in removed {
+                if let Some(old) = old_hash
+                    .query_row(params![view_id, path], |r| r.get::<_, i64>(0))
+                    .optional()?
+                {
+                    maybe_orphaned.push(old);
+                }
+                delete.execute(params![view_id, path])?;
+            }
+            let mut orphan = tx.prepare_cached(
+                "UPDATE files SET orphaned_at = ?2 WHERE hash = ?1 AND orphaned_at IS NULL
+                 AND NOT EXISTS (SELECT 1 FROM view_files WHERE file_hash = ?1)",
+            )?;
+            for h in maybe_orphaned {
+                orphan.execute(params![h, now])?;
+            }
+            let mut adopt = tx.prepare_cached(
+                "UPDATE files SET orphaned_at = NULL WHERE hash = ?1 AND orphaned_at IS NOT NULL",
+            )?;
+            for u in upserts {
+                adopt.execute([u.file_hash])?;
+            }
+            let cutoff = now - i64::try_from(ORPHAN_GRACE.as_secs()).unwrap_or(i64::MAX);
+            tx.execute(
+                "DELETE FROM files WHERE orphaned_at IS NOT NULL AND orphaned_at < ?1
+                 AND NOT EXISTS (SELECT 1 FROM view_files WHERE file_hash = files.hash)",
+                [cutoff],
+            )?;
+        }
+        let generation: u64 = tx
+            .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
+                r.get::<_, String>(0)
+            })?
+            .parse::<u64>()
+            .unwrap_or(0)
+            + 1;
+        tx.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'generation'",
+            [generation.to_string()],
+        )?;
+        check()?;
+        tx.commit()?;
+        Ok(generation)
+    }
+
+    pub fn counts(&self, view_id: i64) -> Result<StoreCounts> {
+        let one = |sql: &str| -> Result<u64> {
+            Ok(self.conn.query_row(sql, [view_id], |r| r.get::<_, i64>(0))?.max(0).unsigned_abs())
+        };
+        let files = one("SELECT count(*) FROM view_files WHERE view_id = ?1")?;
+        let chunks = one(
+            "SELECT count(*) FROM view_files v JOIN chunks c ON c.file_hash = v.file_hash WHERE v.view_id = ?1",
+        )?;
+        let symbols = one(
+            "SELECT count(*) FROM view_files v JOIN symbols s ON s.file_hash = v.file_hash WHERE v.view_id = ?1",
+        )?;
+        let file_versions = one("SELECT count(*) FROM files WHERE ?1 IS NOT NULL")?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT f.language, count(*) FROM view_files v JOIN files f ON f.hash = v.file_hash
+             WHERE v.view_id = ?1 GROUP BY f.language ORDER BY count(*) DESC, f.language",
+        )?;
+        let languages = stmt
+            .query_map([view_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0).unsigned_abs())))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(StoreCounts {
+            files,
+            chunks,
+            symbols,
+            file_versions,
+            languages,
+        })
+    }
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::chunk::chunk_file;
+
+    fn version(text: &str) -> FileVersion {
+        let chunks = chunk_file(text, Language::Text);
+        FileVersion {
+            hash: crate::hash::content_hash(text.as_bytes()),
+            language: Language::Text,
+            size: text.len() as u64,
+            lines: 1,
+            chunks: chunks.chunks,
+            symbols: chunks.symbols,
+        }
+    }
+
+    fn upsert(path: &str, v: &FileVersion) -> ViewUpdate {
+        ViewUpdate {
+            path: path.into(),
+            file_hash: v.hash,
+            mtime_ns: 1,
+            size: 1,
+        }
+    }
+
+    #[test]
+    fn migrates_a_new_database_and_reopens_idempotently() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(store.generation().unwrap(), 0);
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        assert!(store.view(DEFAULT_VIEW).unwrap().is_empty());
+    }
+
+    #[test]
+    fn upgrades_from_every_older_version() {
+        // A database left at each intermediate version must migrate to the latest.
+        for start in 0..SCHEMA_VERSION {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("index.db");
+            {
+                let conn = Connection::open(&path).unwrap();
+                for (i, sql) in MIGRATIONS.iter().enumerate().take(usize::try_from(start).unwrap()) {
+                    conn.execute_batch(sql).unwrap();
+                    conn.pragma_update(None, "user_version", i64::try_from(i + 1).unwrap()).unwrap();
+                }
+            }
+            let store = Store::open(&path).unwrap();
+            assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        }
+    }
+
+    #[test]
+    fn refuses_a_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        match Store::open(&path) {
+            Err(Error::SchemaTooNew { found, .. }) => assert_eq!(found, SCHEMA_VERSION + 1),
+            Err(other) => panic!("unexpected error {other}"),
+            Ok(_) => panic!("a newer schema was accepted"),
+        }
+    }
+
+    #[test]
+    fn publish_is_all_or_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("index.db")).unwrap();
+        let a = version("alpha beta gamma\n");
+        let generation = store
+            .publish(DEFAULT_VIEW, std::slice::from_ref(&a), &[upsert("a.txt", &a)], &[], || Ok(()))
+            .unwrap();
+        assert_eq!(generation, 1);
+        let b = version("delta\n");
+        let failed = store.publish(DEFAULT_VIEW, std::slice::from_ref(&b), &[upsert("b.txt", &b)], &["a.txt".into()], || {
+            Err(Error::Cancelled)
+        });
+        assert!(matches!(failed, Err(Error::Cancelled)));
+        let view = store.view(DEFAULT_VIEW).unwrap();
+        assert_eq!(view.len(), 1);
+        assert_eq!(view[0].path, "a.txt");
+        assert_eq!(store.generation().unwrap(), 1);
+        assert!(store.known_hashes(&[b.hash]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn path_ids_are_stable_across_content_changes_and_orphans_are_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("index.db")).unwrap();
+        let a = version("first version\n");
+        store.publish(DEFAULT_VIEW, std::slice::from_ref(&a), &[upsert("f.txt", &a)], &[], || Ok(())).unwrap();
+        let id = store.view(DEFAULT_VIEW).unwrap()[0].path_id;
+        let b = version("second version\n");
+        store.publish(DEFAULT_VIEW, std::slice::from_ref(&b), &[upsert("f.txt", &b)], &[], || Ok(())).unwrap();
+        let view = store.view(DEFAULT_VIEW).unwrap();
+        assert_eq!(view[0].path_id, id);
+        assert_eq!(view[0].file_hash, b.hash);
+        let orphaned: Option<i64> = store
+            .conn
+            .query_row("SELECT orphaned_at FROM files WHERE hash = ?1", [a.hash], |r| r.get(0))
+            .unwrap();
+        assert!(orphaned.is_some(), "the old version is marked orphaned");
+        assert_eq!(store.chunks(b.hash).unwrap()[0].content, "second version");
+    }
+}

@@ -1,0 +1,233 @@
+//! `coderecall._native`: the PyO3 binding of coderecall-core.
+//!
+//! Thin by design: argument conversion, GIL release around every real piece of work, and the
+//! one place where core errors become Python exceptions.
+
+use std::path::PathBuf;
+
+use coderecall_core::chunk::ChunkKind;
+use coderecall_core::engine::{Engine, FileInput, Hit, SearchRequest, Status, UpdateStats};
+use coderecall_core::lang::Language;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+create_exception!(coderecall, Error, PyException, "Root of every coderecall exception.");
+create_exception!(
+    coderecall,
+    StoreError,
+    Error,
+    "The index database or one of its derived files could not be read or written."
+);
+create_exception!(
+    coderecall,
+    IndexCorruptError,
+    StoreError,
+    "An index file failed its integrity check; rebuilding the index repairs it."
+);
+create_exception!(
+    coderecall,
+    CancelledError,
+    Error,
+    "A long operation was cancelled; nothing was published."
+);
+
+/// The single mapping from core errors to Python exceptions.
+fn to_py(err: coderecall_core::Error) -> PyErr {
+    use coderecall_core::Error as E;
+    let message = err.to_string();
+    match err {
+        E::Store(_) | E::Io { .. } | E::SchemaTooNew { .. } => StoreError::new_err(message),
+        E::Corrupt { .. } => IndexCorruptError::new_err(message),
+        E::InvalidArgument(_) => PyValueError::new_err(message),
+        E::Cancelled => CancelledError::new_err(message),
+    }
+}
+
+fn parse_names<T>(
+    names: Option<Vec<String>>,
+    what: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> PyResult<Vec<T>> {
+    names
+        .unwrap_or_default()
+        .iter()
+        .map(|n| parse(n).ok_or_else(|| PyValueError::new_err(format!("unknown {what} {n:?}"))))
+        .collect()
+}
+
+/// A handle on one index directory. Thread-safe: searches run concurrently, updates serialise.
+#[pyclass(frozen, module = "coderecall._native")]
+struct NativeIndex {
+    engine: Engine,
+}
+
+#[pymethods]
+impl NativeIndex {
+    #[new]
+    fn new(py: Python<'_>, index_dir: PathBuf) -> PyResult<Self> {
+        let engine = py.detach(|| Engine::open(&index_dir)).map_err(to_py)?;
+        Ok(NativeIndex { engine })
+    }
+
+    fn file_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = py.detach(|| self.engine.file_stats()).map_err(to_py)?;
+        let out = PyDict::new(py);
+        for (path, mtime_ns, size) in stats {
+            out.set_item(path, (mtime_ns, size))?;
+        }
+        Ok(out)
+    }
+
+    fn update<'py>(
+        &self,
+        py: Python<'py>,
+        root: PathBuf,
+        files: Vec<(String, i64, i64)>,
+        removed: Vec<String>,
+        max_file_bytes: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let files: Vec<FileInput> = files
+            .into_iter()
+            .map(|(path, mtime_ns, size)| FileInput { path, mtime_ns, size })
+            .collect();
+        let stats = py
+            .detach(|| self.engine.update(&root, &files, &removed, max_file_bytes))
+            .map_err(to_py)?;
+        update_dict(py, &stats)
+    }
+
+    fn progress(&self) -> (usize, usize) {
+        self.engine.progress()
+    }
+
+    fn cancel(&self) {
+        self.engine.cancel();
+    }
+
+    #[pyo3(signature = (query, limit=10, languages=None, directories=None, kinds=None, per_file=2, with_content=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: String,
+        limit: usize,
+        languages: Option<Vec<String>>,
+        directories: Option<Vec<String>>,
+        kinds: Option<Vec<String>>,
+        per_file: usize,
+        with_content: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let request = SearchRequest {
+            query,
+            limit,
+            languages: parse_names(languages, "language", Language::from_name)?,
+            directories: directories
+                .unwrap_or_default()
+                .into_iter()
+                .map(|d| d.trim_matches('/').to_owned())
+                .collect(),
+            kinds: parse_names(kinds, "chunk kind", ChunkKind::from_name)?,
+            per_file,
+            with_content,
+        };
+        let hits = py.detach(|| self.engine.search(&request)).map_err(to_py)?;
+        let out = PyList::empty(py);
+        for hit in &hits {
+            out.append(hit_dict(py, hit)?)?;
+        }
+        Ok(out)
+    }
+
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let status = py.detach(|| self.engine.status()).map_err(to_py)?;
+        status_dict(py, &status)
+    }
+
+    fn get_meta(&self, py: Python<'_>, key: &str) -> PyResult<Option<String>> {
+        py.detach(|| self.engine.get_meta(key)).map_err(to_py)
+    }
+
+    fn set_meta(&self, py: Python<'_>, key: &str, value: &str) -> PyResult<()> {
+        py.detach(|| self.engine.set_meta(key, value)).map_err(to_py)
+    }
+}
+
+fn update_dict<'py>(py: Python<'py>, s: &UpdateStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("files_parsed", s.files_parsed)?;
+    d.set_item("files_reused", s.files_reused)?;
+    d.set_item("files_removed", s.files_removed)?;
+    d.set_item("chunks_added", s.chunks_added)?;
+    d.set_item("symbols_added", s.symbols_added)?;
+    d.set_item("bytes_parsed", s.bytes_parsed)?;
+    d.set_item("generation", s.generation)?;
+    let skipped: Vec<(&str, &str)> = s.skipped.iter().map(|(p, r)| (p.as_str(), r.name())).collect();
+    d.set_item("skipped", skipped)?;
+    Ok(d)
+}
+
+fn hit_dict<'py>(py: Python<'py>, h: &Hit) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("path", &h.path)?;
+    d.set_item("start_line", h.start_line)?;
+    d.set_item("end_line", h.end_line)?;
+    d.set_item("language", h.language.name())?;
+    d.set_item("kind", h.kind.name())?;
+    d.set_item("symbol", &h.symbol)?;
+    d.set_item("symbol_path", &h.symbol_path)?;
+    d.set_item("score", h.score)?;
+    d.set_item("content", &h.content)?;
+    Ok(d)
+}
+
+fn status_dict<'py>(py: Python<'py>, s: &Status) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("schema_version", s.schema_version)?;
+    d.set_item("generation", s.generation)?;
+    d.set_item("files", s.files)?;
+    d.set_item("chunks", s.chunks)?;
+    d.set_item("symbols", s.symbols)?;
+    d.set_item("file_versions", s.file_versions)?;
+    let languages = PyDict::new(py);
+    for (name, count) in &s.languages {
+        languages.set_item(name, count)?;
+    }
+    d.set_item("languages", languages)?;
+    d.set_item("db_bytes", s.db_bytes)?;
+    d.set_item("lexical_bytes", s.lexical_bytes)?;
+    Ok(d)
+}
+
+/// Names of every language the core can chunk.
+#[pyfunction]
+fn languages() -> Vec<&'static str> {
+    Language::all().iter().map(|l| l.name()).collect()
+}
+
+/// Language name for a file, or None for text that is not indexed.
+#[pyfunction]
+fn detect_language(path: &str, head: &Bound<'_, PyBytes>) -> Option<&'static str> {
+    Language::detect(path, head.as_bytes()).map(Language::name)
+}
+
+#[pymodule(gil_used = false)]
+mod _native {
+    #[pymodule_export]
+    use super::{NativeIndex, detect_language, languages};
+
+    use pyo3::prelude::*;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        let py = m.py();
+        m.add("Error", py.get_type::<super::Error>())?;
+        m.add("StoreError", py.get_type::<super::StoreError>())?;
+        m.add("IndexCorruptError", py.get_type::<super::IndexCorruptError>())?;
+        m.add("CancelledError", py.get_type::<super::CancelledError>())?;
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("SCHEMA_VERSION", coderecall_core::store::SCHEMA_VERSION)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,290 @@
+"""The ``coderecall`` command.
+
+Exit codes: 0 success, 1 an error (one ``coderecall: error: ...`` line on stderr, never a
+traceback), 2 a usage error (from argparse), 130 interrupted by Ctrl-C. ``--json`` prints
+machine-readable output on stdout; without it, output is for people and is coloured only on a
+terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.syntax import Syntax
+from rich.table import Table
+
+from ._errors import Error
+from ._index import CodeIndex
+from ._native import __version__
+from ._results import IndexReport, IndexStatus, SearchHit
+
+__all__ = ["main"]
+
+_SNIPPET_LINES = 8
+# Words too common to be worth highlighting in a snippet.
+_STOP_WORDS = frozenset(
+    [
+        "and",
+        "are",
+        "does",
+        "for",
+        "from",
+        "how",
+        "that",
+        "the",
+        "this",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
+    ]
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (argparse exits 2 itself on bad usage)."""
+    args = _parser().parse_args(argv)
+    command: Callable[[argparse.Namespace], int] = args.command
+    try:
+        return command(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`coderecall search x | head`); silence the flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (Error, OSError) as exc:
+        print(f"coderecall: error: {_describe(exc)}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coderecall", description="A fast, local code index for AI coding agents."
+    )
+    parser.add_argument("--version", action="version", version=f"coderecall {__version__}")
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    index = commands.add_parser("index", help="build or update the index of a project")
+    index.add_argument("path", nargs="?", default=".", help="project root (default: .)")
+    index.add_argument("--force", action="store_true", help="re-read every file")
+    _common(index)
+    index.set_defaults(command=_index)
+
+    search = commands.add_parser("search", help="search the code of a project")
+    search.add_argument("query", help="identifier, path fragment or plain words")
+    search.add_argument("--path", default=".", help="project root (default: .)")
+    search.add_argument("--limit", type=_positive_int, help="number of results")
+    search.add_argument(
+        "--lang", action="append", help="only this language (repeatable)", metavar="LANG"
+    )
+    search.add_argument(
+        "--dir", action="append", help="only under this folder (repeatable)", metavar="DIR"
+    )
+    search.add_argument(
+        "--kind", action="append", help="only this kind, e.g. function (repeatable)"
+    )
+    search.add_argument("--no-content", action="store_true", help="print locations only")
+    _common(search)
+    search.set_defaults(command=_search)
+
+    status = commands.add_parser("status", help="show what the index holds")
+    status.add_argument("--path", default=".", help="project root (default: .)")
+    _common(status)
+    status.set_defaults(command=_status)
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--force-root",
+        action="store_true",
+        help="accept a root without a project marker, the home directory or /",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for the error message."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.splitlines())
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _index(args: argparse.Namespace) -> int:
+    with CodeIndex(args.path, force=args.force_root) as index:
+        report = index.index(force=args.force, progress=not args.json)
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        _print_report(Console(highlight=False), report)
+    return 0
+
+
+def _print_report(console: Console, report: IndexReport) -> None:
+    console.print(
+        f"Indexed {report.root} in {report.seconds:.2f} s (generation {report.generation})",
+        markup=False,
+    )
+    table = Table.grid(padding=(0, 2))
+    table.add_row(
+        "files",
+        f"{report.files_seen:,} seen · {report.files_parsed:,} parsed · "
+        f"{report.files_reused:,} reused · {report.files_unchanged:,} unchanged · "
+        f"{report.files_removed:,} removed",
+    )
+    table.add_row(
+        "added",
+        f"{report.chunks_added:,} chunks · {report.symbols_added:,} symbols · "
+        f"{_size(report.bytes_parsed)} parsed",
+    )
+    if report.skipped:
+        table.add_row("skipped", _counts(report.skipped))
+        for reason, examples in report.skipped_examples.items():
+            more = report.skipped[reason] - len(examples)
+            table.add_row("", f"{reason}: {', '.join(examples)}" + (f", +{more:,}" if more else ""))
+    console.print(table, markup=False)
+
+
+def _search(args: argparse.Namespace) -> int:
+    with CodeIndex(args.path, force=args.force_root) as index:
+        hits = index.search(
+            args.query,
+            args.limit,
+            language=args.lang,
+            directory=args.dir,
+            kind=args.kind,
+            with_content=not args.no_content,
+        )
+    if args.json:
+        _print_json([hit.to_dict() for hit in hits])
+        return 0
+    console = Console(highlight=False)
+    if not hits:
+        console.print("no results", style="dim")
+    for hit in hits:
+        _print_hit(console, hit, args.query)
+    return 0
+
+
+def _print_hit(console: Console, hit: SearchHit, query: str) -> None:
+    location = f"{hit.path}:{hit.start_line}-{hit.end_line}"
+    what = " ".join(part for part in (hit.kind, hit.symbol) if part)
+    header = f"[bold cyan]{escape(location)}[/]  {escape(what)}  [dim]({hit.score:.3f})[/]"
+    console.print(header)
+    if hit.content is None:
+        return
+    lines = hit.content.splitlines()
+    snippet = "\n".join(lines[:_SNIPPET_LINES])
+    if console.is_terminal:
+        syntax = Syntax(
+            snippet,
+            Syntax.guess_lexer(hit.path, snippet),
+            line_numbers=True,
+            start_line=hit.start_line,
+            theme="ansi_dark",
+            word_wrap=False,
+        )
+        for row, start, end in _term_spans(snippet, query):
+            syntax.stylize_range("bold reverse", (row, start), (row, end))
+        console.print(syntax)
+    else:
+        width = len(str(hit.start_line + len(lines)))
+        for number, line in enumerate(lines[:_SNIPPET_LINES], hit.start_line):
+            console.print(f"  {number:>{width}}  {line}", markup=False, soft_wrap=True)
+    if len(lines) > _SNIPPET_LINES:
+        console.print(f"  … {len(lines) - _SNIPPET_LINES} more lines", style="dim")
+    console.print()
+
+
+def _term_spans(snippet: str, query: str) -> list[tuple[int, int, int]]:
+    """``(line, start, end)`` of every query word in the snippet; lines 1-based."""
+    words = {word.lower() for word in re.findall(r"\w{3,}", query)} - _STOP_WORDS
+    if not words:
+        return []
+    pattern = re.compile("|".join(re.escape(word) for word in sorted(words)), re.IGNORECASE)
+    return [
+        (number, match.start(), match.end())
+        for number, line in enumerate(snippet.splitlines(), 1)
+        for match in pattern.finditer(line)
+    ]
+
+
+def _status(args: argparse.Namespace) -> int:
+    with CodeIndex(args.path, force=args.force_root) as index:
+        status = index.status()
+    if args.json:
+        _print_json(status.to_dict())
+    else:
+        _print_status(Console(highlight=False), status)
+    return 0
+
+
+def _print_status(console: Console, status: IndexStatus) -> None:
+    table = Table.grid(padding=(0, 2))
+    table.add_row("root", str(status.root))
+    table.add_row("index", str(status.index_dir))
+    if not status.exists:
+        table.add_row("state", "not built yet; run `coderecall index`")
+        console.print(table, markup=False)
+        return
+    table.add_row("generation", str(status.generation))
+    languages = f"  ({_counts(status.languages)})" if status.languages else ""
+    table.add_row("files", f"{status.files:,}{languages}")
+    table.add_row("chunks", f"{status.chunks:,}")
+    table.add_row("symbols", f"{status.symbols:,}")
+    table.add_row("versions", f"{status.file_versions:,} file contents stored")
+    table.add_row(
+        "size", f"{_size(status.db_bytes)} database, {_size(status.lexical_bytes)} lexical index"
+    )
+    if status.last_indexed is not None:
+        table.add_row(
+            "last indexed", status.last_indexed.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        )
+    if status.last_report is not None and status.last_report.skipped:
+        table.add_row("skipped", _counts(status.last_report.skipped))
+    console.print(table, markup=False)
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    """``"python 12 · markdown 3"``, largest first."""
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return " · ".join(f"{name} {count:,}" for name, count in ordered)
+
+
+def _size(size: int) -> str:
+    if size < 1000:
+        return f"{size} B"
+    value = size / 1000
+    for unit in ("KB", "MB"):
+        if value < 1000:
+            return f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} GB"

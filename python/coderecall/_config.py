@@ -1,0 +1,283 @@
+"""Settings, merged from defaults, project files, the environment and explicit overrides.
+
+Each layer overrides only the keys it sets. From lowest to highest precedence:
+
+1. built-in defaults;
+2. the ``[tool.coderecall]`` table of ``<root>/pyproject.toml``;
+3. the top level of ``<root>/.coderecall.toml``;
+4. environment variables ``CODERECALL_<KEY>``, the key in upper case with underscores
+   (``CODERECALL_MAX_FILE_SIZE=2MB``);
+5. explicit overrides: the ``config=`` argument of ``CodeIndex`` and command-line flags
+   (a value of ``None`` there means "not set").
+
+Keys may be spelled in kebab-case or snake_case (``max-file-size`` or ``max_file_size``):
+
+=====================  ===========  =========  ===============================================
+key                    type         default    meaning
+=====================  ===========  =========  ===============================================
+``include``            globs        ``[]``     gitignore-style patterns; when set, only
+                                               matching files are indexed
+``exclude``            globs        ``[]``     gitignore-style patterns never indexed
+``max-file-size``      size         ``1MiB``   larger files are skipped as "too large"
+``index-dir``          path         see below  where the index lives
+``respect-gitignore``  bool         ``true``   honour ``.gitignore`` files and
+                                               ``.git/info/exclude``
+``limit``              int >= 1     ``10``     default number of search results
+``per-file``           int >= 1     ``2``      at most this many results from one file
+=====================  ===========  =========  ===============================================
+
+A size is a number of bytes or a string with a unit: ``KB``/``MB``/``GB`` are powers of
+1000, ``KiB``/``MiB``/``GiB`` and the git-style ``k``/``m``/``g`` are powers of 1024
+(case-insensitive, so ``"2MB"``, ``"512KiB"`` and ``"1.5m"`` all work). By default the index
+lives in ``<git common dir>/coderecall/`` inside a git repository (shared by all its
+worktrees, invisible to ``git status``) and in ``<root>/.coderecall/`` elsewhere. A relative
+``index-dir`` is resolved against the project root in the two files and against the current
+directory in the environment and overrides.
+
+In the environment, lists are comma-separated and booleans are ``1``/``0``, ``true``/``false``,
+``yes``/``no`` or ``on``/``off``. Environment variables with the prefix that name no key are
+ignored, because other parts of coderecall read variables of their own. Anything else that is
+unknown or invalid raises :class:`~coderecall.ConfigError` naming the key and where it came
+from; invalid TOML names the file and the line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from ._errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+__all__ = ["DEFAULT_MAX_FILE_SIZE", "Config", "load_config"]
+
+DEFAULT_MAX_FILE_SIZE = 1_048_576
+"""Files above 1 MiB are almost always generated code or data, not something to search."""
+
+ENV_PREFIX = "CODERECALL_"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Resolved settings for one project root; see the module docstring for each key.
+
+    Values are validated and normalised on construction (lists become tuples, sizes become
+    integers), so ``Config(include=["src/"])`` works and ``Config(limit=0)`` raises
+    :class:`~coderecall.ConfigError`.
+    """
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    index_dir: Path | None = None
+    respect_gitignore: bool = True
+    limit: int = 10
+    per_file: int = 2
+
+    def __post_init__(self) -> None:
+        source = _Source("Config()", Path.cwd())
+        for field in dataclasses.fields(self):
+            value = _convert(field.name, field.name, getattr(self, field.name), source)
+            object.__setattr__(self, field.name, value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """Where a layer of settings came from, for messages and relative paths."""
+
+    label: str
+    base: Path
+    text: bool = False  # values are strings to parse (the environment)
+
+
+class _InvalidValueError(Exception):
+    """A value failed validation; carries what was expected, for ConfigError's message."""
+
+
+def load_config(
+    root: str | os.PathLike[str], overrides: Mapping[str, object] | None = None
+) -> Config:
+    """Merge every layer for ``root`` into one :class:`Config` (precedence in module docs)."""
+    root = Path(root)
+    pyproject = root / "pyproject.toml"
+    values = _layer(_pyproject_table(pyproject), _Source(f"{pyproject} [tool.coderecall]", root))
+    dotfile = root / ".coderecall.toml"
+    values.update(_layer(_read_toml(dotfile), _Source(str(dotfile), root)))
+    values.update(_environment_layer())
+    if overrides:
+        given = {key: value for key, value in overrides.items() if value is not None}
+        values.update(_layer(given, _Source("overrides", Path.cwd())))
+    return Config(**values)  # type: ignore[arg-type]  # every value was converted by _layer
+
+
+def _pyproject_table(path: Path) -> dict[str, object]:
+    tool = _read_toml(path).get("tool", {})
+    table = tool.get("coderecall", {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.coderecall] must be a table", source=str(path))
+    return table
+
+
+def _read_toml(path: Path) -> dict[str, object]:
+    """The parsed file, or an empty table when it does not exist."""
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}", source=str(path)) from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}", source=str(path)) from None
+
+
+def _layer(table: Mapping[str, object], source: _Source) -> dict[str, object]:
+    """Validate one layer's keys and values, keyed by the canonical (snake_case) name."""
+    layer: dict[str, object] = {}
+    for key, value in table.items():
+        name = _canonical_key(key, source)
+        if name in layer:
+            raise ConfigError(
+                f"{source.label}: key {key!r} is set twice (as kebab-case and snake_case)",
+                key=key,
+                source=source.label,
+            )
+        layer[name] = _convert(name, key, value, source)
+    return layer
+
+
+def _environment_layer() -> dict[str, object]:
+    layer: dict[str, object] = {}
+    for name in _CONVERTERS:
+        variable = ENV_PREFIX + name.upper()
+        if variable in os.environ:
+            source = _Source(f"environment variable {variable}", Path.cwd(), text=True)
+            layer[name] = _convert(name, name, os.environ[variable], source)
+    return layer
+
+
+def _canonical_key(key: str, source: _Source) -> str:
+    name = key.replace("-", "_")
+    if name in _CONVERTERS:
+        return name
+    known = sorted(name.replace("_", "-") for name in _CONVERTERS)
+    close = difflib.get_close_matches(key.replace("_", "-"), known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"
+    raise ConfigError(f"{source.label}: unknown key {key!r}{hint}", key=key, source=source.label)
+
+
+def _convert(name: str, key: str, value: object, source: _Source) -> object:
+    """Run the converter for ``name``; ``key`` is the spelling shown in messages."""
+    try:
+        return _CONVERTERS[name](value, source)
+    except _InvalidValueError as exc:
+        raise ConfigError(
+            f"{source.label}: invalid value for {key!r}: expected {exc}, got {value!r}",
+            key=key,
+            source=source.label,
+        ) from None
+
+
+def _to_globs(value: object, source: _Source) -> tuple[str, ...]:
+    expected = "a comma-separated list of globs" if source.text else "a list of glob strings"
+    if source.text and isinstance(value, str):
+        patterns = tuple(part.strip() for part in value.split(",") if part.strip())
+    elif isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
+        patterns = tuple(value)
+    else:
+        raise _InvalidValueError(expected)
+    try:
+        pathspec.GitIgnoreSpec.from_lines(patterns)
+    except ValueError as exc:  # pathspec's GitWildMatchPatternError
+        raise _InvalidValueError(f"{expected} ({exc})") from None
+    return patterns
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "k": 1024,
+    "m": 1024**2,
+    "g": 1024**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+}
+_SIZE_EXPECTED = 'a positive size in bytes, such as 1048576, "512KiB" or "2MB"'
+
+
+def _to_size(value: object, source: _Source) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str) and (match := _SIZE.fullmatch(value)):
+        unit = _SIZE_UNITS.get(match[2].lower())
+        if unit is None:
+            raise _InvalidValueError(_SIZE_EXPECTED)
+        size = int(float(match[1]) * unit)
+    else:
+        raise _InvalidValueError(_SIZE_EXPECTED)
+    if size < 1:
+        raise _InvalidValueError(_SIZE_EXPECTED)
+    return size
+
+
+def _to_index_dir(value: object, source: _Source) -> Path | None:
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise _InvalidValueError("a directory path")
+    return source.base / Path(value).expanduser()
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _to_bool(value: object, source: _Source) -> bool:
+    if isinstance(value, bool):
+        return value
+    if source.text and isinstance(value, str):
+        word = value.strip().lower()
+        if word in _TRUE | _FALSE:
+            return word in _TRUE
+    raise _InvalidValueError(
+        "a boolean (1/0, true/false, yes/no)" if source.text else "true or false"
+    )
+
+
+def _to_count(value: object, source: _Source) -> int:
+    if source.text and isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise _InvalidValueError("a whole number of at least 1") from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _InvalidValueError("a whole number of at least 1")
+    return value
+
+
+_CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
+    "include": _to_globs,
+    "exclude": _to_globs,
+    "max_file_size": _to_size,
+    "index_dir": _to_index_dir,
+    "respect_gitignore": _to_bool,
+    "limit": _to_count,
+    "per_file": _to_count,
+}

@@ -1,0 +1,318 @@
+"""``CodeIndex``: the Python facade over the compiled index of one project.
+
+The facade holds policy (which files, which root, where the index lives, how progress and
+interruption behave); the native handle does the heavy work in one coarse call per operation
+with the GIL released.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import posixpath
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from ._collect import collect
+from ._config import Config, load_config
+from ._errors import QueryError
+from ._native import NativeIndex
+from ._paths import LOCAL_INDEX_DIR, check_root, find_index_dir
+from ._progress import ProgressCallback, progress_reporter
+from ._results import IndexReport, IndexStatus, SearchHit
+
+if TYPE_CHECKING:
+    from ._native import UpdateStats  # a TypedDict that exists only in the stub
+
+__all__ = ["CodeIndex"]
+
+_EXAMPLES_PER_REASON = 5
+_POLL_SECONDS = 0.05
+
+
+class CodeIndex:
+    """The code index of one project root.
+
+    ``config`` is a :class:`Config` used as is, or a mapping of overrides merged on top of the
+    project's files and environment (see :func:`load_config`). The root must look like a
+    project (see :func:`check_root`) unless ``force`` is true. Nothing is read or created on
+    construction beyond the configuration; the index is opened on first use.
+
+    Use it as a context manager, or call :meth:`close`, to release the index files promptly.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] = ".",
+        config: Config | Mapping[str, object] | None = None,
+        *,
+        force: bool = False,
+    ) -> None:
+        path = Path(root).expanduser()
+        resolved = path.resolve()
+        if not resolved.is_dir():
+            code = errno.ENOTDIR if resolved.exists() else errno.ENOENT
+            raise OSError(code, f"{os.strerror(code)} (the root must be a directory)", str(path))
+        check_root(resolved, force=force)
+        self._root = resolved
+        self._config = config if isinstance(config, Config) else load_config(resolved, config)
+        self._index_dir = find_index_dir(resolved, self._config)
+        self._lock = threading.Lock()
+        self._native: NativeIndex | None = None
+        self._built = False
+
+    @property
+    def root(self) -> Path:
+        """The resolved project root."""
+        return self._root
+
+    @property
+    def config(self) -> Config:
+        return self._config
+
+    @property
+    def index_dir(self) -> Path:
+        """Where the index lives (see :func:`find_index_dir`)."""
+        return self._index_dir
+
+    def __repr__(self) -> str:
+        return f"CodeIndex(root={str(self._root)!r}, index_dir={str(self._index_dir)!r})"
+
+    def __enter__(self) -> CodeIndex:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the index; the object reopens it if used again."""
+        with self._lock:
+            self._native = None
+
+    def index(
+        self, force: bool = False, progress: bool | ProgressCallback | None = None
+    ) -> IndexReport:
+        """Bring the index up to date with the files under the root.
+
+        Only files whose (mtime, size) changed are read; with ``force`` every file is re-read
+        (unchanged content is still not parsed twice). ``progress`` is a ``(done, total)``
+        callback, ``False`` for none, or ``None``/``True`` for a bar when stderr is a
+        terminal. Ctrl-C cancels cleanly: the previous index state stays published.
+        """
+        started = time.perf_counter()
+        native = self._open()
+        collection = collect(self._root, self._config)
+        view = native.file_stats()
+        known = {} if force else view
+        changed = [
+            (path, mtime_ns, size)
+            for path, (mtime_ns, size) in collection.files.items()
+            if known.get(path) != (mtime_ns, size)
+        ]
+        removed = [path for path in view if path not in collection.files]
+        stats = self._update(native, changed, removed, progress)
+
+        skipped = {reason: list(paths) for reason, paths in collection.skipped.items()}
+        for path, reason in stats["skipped"]:
+            skipped.setdefault(reason, []).append(path)
+        report = IndexReport(
+            root=self._root,
+            files_seen=len(collection.files),
+            files_unchanged=len(collection.files) - len(changed),
+            files_parsed=stats["files_parsed"],
+            files_reused=stats["files_reused"],
+            files_removed=stats["files_removed"],
+            chunks_added=stats["chunks_added"],
+            symbols_added=stats["symbols_added"],
+            bytes_parsed=stats["bytes_parsed"],
+            skipped={reason: len(paths) for reason, paths in sorted(skipped.items())},
+            skipped_examples={
+                reason: tuple(sorted(paths)[:_EXAMPLES_PER_REASON])
+                for reason, paths in sorted(skipped.items())
+            },
+            seconds=time.perf_counter() - started,
+            generation=stats["generation"],
+        )
+        native.set_meta("last_report", json.dumps(report.to_dict()))
+        native.set_meta("last_indexed", datetime.now(timezone.utc).isoformat())
+        self._built = True
+        return report
+
+    def _update(
+        self,
+        native: NativeIndex,
+        changed: list[tuple[str, int, int]],
+        removed: list[str],
+        progress: bool | ProgressCallback | None,
+    ) -> UpdateStats:
+        """Run the native update in a worker thread so the main thread stays responsive.
+
+        A native call blocks signal handling for its duration, so Ctrl-C would only land
+        after the whole update. Waiting here instead lets KeyboardInterrupt arrive at once;
+        it cancels the update, waits for it to unwind and propagates.
+        """
+        outcome: list[UpdateStats | BaseException] = []
+
+        def work() -> None:
+            try:
+                outcome.append(
+                    native.update(str(self._root), changed, removed, self._config.max_file_size)
+                )
+            except BaseException as exc:  # handed to the waiting thread, which re-raises
+                outcome.append(exc)
+
+        worker = threading.Thread(target=work, name="coderecall-index", daemon=True)
+        with progress_reporter(progress, "Indexing") as report:
+            worker.start()
+            try:
+                while worker.is_alive():
+                    worker.join(_POLL_SECONDS)
+                    if report is not None:
+                        report(*native.progress())
+            except KeyboardInterrupt:
+                native.cancel()
+                worker.join()
+                raise
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def search(
+        self,
+        query: str,
+        limit: int | None = None,
+        *,
+        language: str | Sequence[str] | None = None,
+        directory: str | Sequence[str] | None = None,
+        kind: str | Sequence[str] | None = None,
+        with_content: bool = True,
+    ) -> list[SearchHit]:
+        """The chunks that best match ``query``, best first.
+
+        ``query`` may be an identifier, a path fragment or plain words. ``limit`` defaults
+        to the configured ``limit``. ``language``, ``directory`` (relative to the root, or
+        absolute inside it) and ``kind`` each take one value or several and keep only
+        matching chunks. An index that was never built is built first.
+        """
+        if not query.strip():
+            raise QueryError("the search query is empty")
+        limit = self._config.limit if limit is None else limit
+        if limit < 1:
+            raise QueryError(f"limit must be at least 1, got {limit}")
+        languages = _lowered(language)
+        directories = self._directories(directory)
+        kinds = _lowered(kind)
+        native = self._open()
+        if not self._built:
+            if native.status()["generation"] == 0 and not native.file_stats():
+                self.index()
+            self._built = True
+        hits = native.search(
+            query,
+            limit,
+            languages=languages,
+            directories=directories,
+            kinds=kinds,
+            per_file=self._config.per_file,
+            with_content=with_content,
+        )
+        return [SearchHit(**hit) for hit in hits]
+
+    def _directories(self, directory: str | Sequence[str] | None) -> list[str] | None:
+        """Root-relative POSIX folders; ``None`` when the whole root is searched."""
+        folders = []
+        for given in _as_list(directory) or ():
+            path = Path(given).expanduser()
+            if path.is_absolute():
+                path = Path(os.path.relpath(path.resolve(), self._root))
+            folder = posixpath.normpath(path.as_posix())
+            if folder == "..":
+                folder = "../"
+            if folder.startswith("../"):
+                raise QueryError(f"directory {given!r} is outside the root {self._root}")
+            if folder == ".":
+                return None
+            folders.append(folder)
+        return folders or None
+
+    def status(self) -> IndexStatus:
+        """Counts and sizes of the index, and the report of the last indexing run."""
+        native = self._open_existing()
+        if native is None:
+            return IndexStatus(
+                root=self._root,
+                index_dir=self._index_dir,
+                exists=False,
+                generation=0,
+                files=0,
+                chunks=0,
+                symbols=0,
+                file_versions=0,
+                languages={},
+                db_bytes=0,
+                lexical_bytes=0,
+                last_indexed=None,
+                last_report=None,
+            )
+        counts = native.status()
+        last_indexed = native.get_meta("last_indexed")
+        last_report = native.get_meta("last_report")
+        return IndexStatus(
+            root=self._root,
+            index_dir=self._index_dir,
+            exists=counts["generation"] > 0,
+            generation=counts["generation"],
+            files=counts["files"],
+            chunks=counts["chunks"],
+            symbols=counts["symbols"],
+            file_versions=counts["file_versions"],
+            languages=dict(counts["languages"]),
+            db_bytes=counts["db_bytes"],
+            lexical_bytes=counts["lexical_bytes"],
+            last_indexed=datetime.fromisoformat(last_indexed) if last_indexed else None,
+            last_report=IndexReport.from_dict(json.loads(last_report)) if last_report else None,
+        )
+
+    def _open(self) -> NativeIndex:
+        with self._lock:
+            if self._native is None:
+                if not self._index_dir.is_dir():
+                    self._create_index_dir()
+                self._native = NativeIndex(str(self._index_dir))
+            return self._native
+
+    def _open_existing(self) -> NativeIndex | None:
+        """The index if one was ever created; status() must not create files."""
+        if self._native is None and not self._index_dir.is_dir():
+            return None
+        return self._open()
+
+    def _create_index_dir(self) -> None:
+        self._index_dir.mkdir(parents=True, exist_ok=True)
+        if self._index_dir == self._root / LOCAL_INDEX_DIR:
+            # Keeps the index out of `git status` should the folder become a repository.
+            (self._index_dir / ".gitignore").write_text("*\n", encoding="utf-8")
+
+
+def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _lowered(value: str | Sequence[str] | None) -> list[str] | None:
+    """Language and kind names are lower-case in the index."""
+    names = [name.strip().lower() for name in _as_list(value) or ()]
+    return names or None

@@ -1,0 +1,105 @@
+"""Type stubs for the compiled core (``coderecall._native``).
+
+The binding is deliberately coarse: one call indexes a whole batch of files with the GIL
+released; searches return plain dicts that the Python facade turns into frozen dataclasses.
+"""
+
+from collections.abc import Sequence
+from typing import Final, TypedDict, final
+
+__version__: Final[str]
+SCHEMA_VERSION: Final[int]
+
+class Error(Exception):
+    """Root of every coderecall exception (re-exported as ``coderecall.Error``)."""
+
+class StoreError(Error):
+    """The index database or one of its derived files could not be read or written."""
+
+class IndexCorruptError(StoreError):
+    """An index file failed its integrity check; rebuilding the index repairs it."""
+
+class CancelledError(Error):
+    """A long operation was cancelled; nothing was published."""
+
+class UpdateStats(TypedDict):
+    files_parsed: int
+    files_reused: int
+    files_removed: int
+    chunks_added: int
+    symbols_added: int
+    bytes_parsed: int
+    generation: int
+    skipped: list[tuple[str, str]]
+
+class HitDict(TypedDict):
+    path: str
+    start_line: int
+    end_line: int
+    language: str
+    kind: str
+    symbol: str
+    symbol_path: str
+    score: float
+    content: str | None
+
+class StatusDict(TypedDict):
+    schema_version: int
+    generation: int
+    files: int
+    chunks: int
+    symbols: int
+    file_versions: int
+    languages: dict[str, int]
+    db_bytes: int
+    lexical_bytes: int
+
+def languages() -> list[str]:
+    """Names of every language the core can chunk."""
+
+def detect_language(path: str, head: bytes) -> str | None:
+    """Language name for a file, or ``None`` for text that is not indexed."""
+
+@final
+class NativeIndex:
+    """A handle on one index directory (``index.db`` plus derived lexical files).
+
+    Thread-safe: searches run concurrently; updates are serialised.
+    """
+
+    def __init__(self, index_dir: str) -> None: ...
+    def file_stats(self) -> dict[str, tuple[int, int]]:
+        """The current view as ``path -> (mtime_ns, size)``, for stat-based deltas."""
+
+    def update(
+        self,
+        root: str,
+        files: Sequence[tuple[str, int, int]],
+        removed: Sequence[str],
+        max_file_bytes: int,
+    ) -> UpdateStats:
+        """Index ``files`` (``(relative path, mtime_ns, size)``) and drop ``removed``.
+
+        Reads, hashes and parses in parallel with the GIL released, then publishes the new
+        state atomically. Files that cannot be indexed are listed in ``skipped`` with a reason.
+        """
+
+    def progress(self) -> tuple[int, int]:
+        """``(done, total)`` files of the running update; safe to poll from another thread."""
+
+    def cancel(self) -> None:
+        """Ask the running update to stop; it raises ``CancelledError`` and publishes nothing."""
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        languages: Sequence[str] | None = None,
+        directories: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        per_file: int = 2,
+        with_content: bool = False,
+    ) -> list[HitDict]: ...
+    def status(self) -> StatusDict: ...
+    def get_meta(self, key: str) -> str | None: ...
+    def set_meta(self, key: str, value: str) -> None: ...

@@ -1,0 +1,120 @@
+"""The small, immutable result objects the API returns (plain data, JSON-ready via ``to_dict``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["IndexReport", "IndexStatus", "SearchHit"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One search result: a chunk of a file, best first in a result list."""
+
+    path: str
+    """File path relative to the root, with ``/`` separators."""
+    start_line: int
+    """First line of the chunk, 1-based."""
+    end_line: int
+    """Last line of the chunk, inclusive."""
+    language: str
+    kind: str
+    """What the chunk is: ``function``, ``method``, ``class``, ``section``, ..."""
+    symbol: str
+    """Name of the chunk's symbol (``""`` for chunks without one)."""
+    symbol_path: str
+    """Qualified name, such as ``pkg.module.Class.method``."""
+    score: float
+    """Relevance; comparable only within one result list."""
+    content: str | None
+    """The chunk's source text, or ``None`` when it was not requested."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What one indexing run did. Every file left out is counted under a reason."""
+
+    root: Path
+    files_seen: int
+    """Candidate files after ignore rules, globs and the size cap."""
+    files_unchanged: int
+    """Candidates whose (mtime, size) matched the index, so they cost one stat."""
+    files_parsed: int
+    """Files whose content was new to the index and had to be parsed."""
+    files_reused: int
+    """Changed files whose content the index already held (a branch switch back, a copy)."""
+    files_removed: int
+    chunks_added: int
+    symbols_added: int
+    bytes_parsed: int
+    skipped: Mapping[str, int]
+    """Reason (``"ignored"``, ``"binary"``, ``"too large"``, ...) -> number of files."""
+    skipped_examples: Mapping[str, tuple[str, ...]]
+    """Reason -> a few of the paths, to show what a reason covers."""
+    seconds: float
+    generation: int
+    """Number of the index state this run published."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["root"] = str(self.root)
+        data["skipped"] = dict(self.skipped)
+        data["skipped_examples"] = {k: list(v) for k, v in self.skipped_examples.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> IndexReport:
+        """Inverse of :meth:`to_dict`, for the report stored with the index."""
+        fields = {field.name for field in dataclasses.fields(cls)}
+        values = {key: value for key, value in data.items() if key in fields}
+        values["root"] = Path(data["root"])
+        values["skipped"] = dict(data["skipped"])
+        values["skipped_examples"] = {k: tuple(v) for k, v in data["skipped_examples"].items()}
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """The state of a project's index, as cheap to get as a few database counts."""
+
+    root: Path
+    index_dir: Path
+    exists: bool
+    """Whether an index has been built (if not, every count is zero)."""
+    generation: int
+    files: int
+    chunks: int
+    symbols: int
+    file_versions: int
+    """Distinct file contents stored; above ``files`` when other branches' versions are kept."""
+    languages: Mapping[str, int]
+    """Language -> number of files."""
+    db_bytes: int
+    lexical_bytes: int
+    last_indexed: datetime | None
+    last_report: IndexReport | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": str(self.root),
+            "index_dir": str(self.index_dir),
+            "exists": self.exists,
+            "generation": self.generation,
+            "files": self.files,
+            "chunks": self.chunks,
+            "symbols": self.symbols,
+            "file_versions": self.file_versions,
+            "languages": dict(self.languages),
+            "db_bytes": self.db_bytes,
+            "lexical_bytes": self.lexical_bytes,
+            "last_indexed": self.last_indexed.isoformat() if self.last_indexed else None,
+            "last_report": self.last_report.to_dict() if self.last_report else None,
+        }
