@@ -194,6 +194,12 @@ def test_invalid_toml_names_file_and_line(tmp_path: Path) -> None:
     assert "line 3" in message
 
 
+def test_truncated_toml_names_the_last_line(tmp_path: Path) -> None:
+    write(tmp_path, ".coderecall.toml", "limit = 3\ninclude = [\n")
+    with pytest.raises(ConfigError, match=r"invalid TOML: .*end of document.* \(line 3\)"):
+        load_config(tmp_path)
+
+
 def test_tool_coderecall_must_be_a_table(tmp_path: Path) -> None:
     path = write(tmp_path, "pyproject.toml", '[tool]\ncoderecall = "yes"\n')
     with pytest.raises(ConfigError, match=r"\[tool\.coderecall\] must be a table") as caught:

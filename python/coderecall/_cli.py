@@ -19,7 +19,6 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
-from rich.table import Table
 
 from ._errors import Error
 from ._index import CodeIndex
@@ -29,6 +28,7 @@ from ._results import IndexReport, IndexStatus, SearchHit
 __all__ = ["main"]
 
 _SNIPPET_LINES = 8
+_UNWRAPPED = 10_000  # console width for piped output
 # Words too common to be worth highlighting in a snippet.
 _STOP_WORDS = frozenset(
     [
@@ -134,6 +134,12 @@ def _describe(exc: BaseException) -> str:
     return " ".join(text.splitlines())
 
 
+def _stdout() -> Console:
+    """A console for stdout; piped output is never wrapped, so scripts can grep it."""
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=_UNWRAPPED)
+
+
 def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
@@ -144,7 +150,7 @@ def _index(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(report.to_dict())
     else:
-        _print_report(Console(highlight=False), report)
+        _print_report(_stdout(), report)
     return 0
 
 
@@ -153,24 +159,25 @@ def _print_report(console: Console, report: IndexReport) -> None:
         f"Indexed {report.root} in {report.seconds:.2f} s (generation {report.generation})",
         markup=False,
     )
-    table = Table.grid(padding=(0, 2))
-    table.add_row(
-        "files",
-        f"{report.files_seen:,} seen · {report.files_parsed:,} parsed · "
-        f"{report.files_reused:,} reused · {report.files_unchanged:,} unchanged · "
-        f"{report.files_removed:,} removed",
-    )
-    table.add_row(
-        "added",
-        f"{report.chunks_added:,} chunks · {report.symbols_added:,} symbols · "
-        f"{_size(report.bytes_parsed)} parsed",
-    )
+    rows = [
+        (
+            "files",
+            f"{report.files_seen:,} seen · {report.files_parsed:,} parsed · "
+            f"{report.files_reused:,} reused · {report.files_unchanged:,} unchanged · "
+            f"{report.files_removed:,} removed",
+        ),
+        (
+            "added",
+            f"{report.chunks_added:,} chunks · {report.symbols_added:,} symbols · "
+            f"{_size(report.bytes_parsed)} parsed",
+        ),
+    ]
     if report.skipped:
-        table.add_row("skipped", _counts(report.skipped))
+        rows.append(("skipped", _counts(report.skipped)))
         for reason, examples in report.skipped_examples.items():
             more = report.skipped[reason] - len(examples)
-            table.add_row("", f"{reason}: {', '.join(examples)}" + (f", +{more:,}" if more else ""))
-    console.print(table, markup=False)
+            rows.append(("", f"{reason}: {', '.join(examples)}" + (f", +{more:,}" if more else "")))
+    _print_rows(console, rows)
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -186,7 +193,7 @@ def _search(args: argparse.Namespace) -> int:
     if args.json:
         _print_json([hit.to_dict() for hit in hits])
         return 0
-    console = Console(highlight=False)
+    console = _stdout()
     if not hits:
         console.print("no results", style="dim")
     for hit in hits:
@@ -218,7 +225,7 @@ def _print_hit(console: Console, hit: SearchHit, query: str) -> None:
     else:
         width = len(str(hit.start_line + len(lines)))
         for number, line in enumerate(lines[:_SNIPPET_LINES], hit.start_line):
-            console.print(f"  {number:>{width}}  {line}", markup=False, soft_wrap=True)
+            console.print(f"  {number:>{width}}  {line}", markup=False)
     if len(lines) > _SNIPPET_LINES:
         console.print(f"  … {len(lines) - _SNIPPET_LINES} more lines", style="dim")
     console.print()
@@ -243,34 +250,37 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(status.to_dict())
     else:
-        _print_status(Console(highlight=False), status)
+        _print_status(_stdout(), status)
     return 0
 
 
 def _print_status(console: Console, status: IndexStatus) -> None:
-    table = Table.grid(padding=(0, 2))
-    table.add_row("root", str(status.root))
-    table.add_row("index", str(status.index_dir))
+    rows = [("root", str(status.root)), ("index", str(status.index_dir))]
     if not status.exists:
-        table.add_row("state", "not built yet; run `coderecall index`")
-        console.print(table, markup=False)
+        rows.append(("state", "not built yet; run `coderecall index`"))
+        _print_rows(console, rows)
         return
-    table.add_row("generation", str(status.generation))
     languages = f"  ({_counts(status.languages)})" if status.languages else ""
-    table.add_row("files", f"{status.files:,}{languages}")
-    table.add_row("chunks", f"{status.chunks:,}")
-    table.add_row("symbols", f"{status.symbols:,}")
-    table.add_row("versions", f"{status.file_versions:,} file contents stored")
-    table.add_row(
-        "size", f"{_size(status.db_bytes)} database, {_size(status.lexical_bytes)} lexical index"
-    )
+    rows += [
+        ("generation", str(status.generation)),
+        ("files", f"{status.files:,}{languages}"),
+        ("chunks", f"{status.chunks:,}"),
+        ("symbols", f"{status.symbols:,}"),
+        ("versions", f"{status.file_versions:,} file contents stored"),
+        ("size", f"{_size(status.db_bytes)} database, {_size(status.lexical_bytes)} lexical"),
+    ]
     if status.last_indexed is not None:
-        table.add_row(
-            "last indexed", status.last_indexed.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-        )
+        rows.append(("last indexed", f"{status.last_indexed.astimezone():%Y-%m-%d %H:%M:%S}"))
     if status.last_report is not None and status.last_report.skipped:
-        table.add_row("skipped", _counts(status.last_report.skipped))
-    console.print(table, markup=False)
+        rows.append(("skipped", _counts(status.last_report.skipped)))
+    _print_rows(console, rows)
+
+
+def _print_rows(console: Console, rows: list[tuple[str, str]]) -> None:
+    """Label-value lines with the values aligned."""
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        console.print(f"{label:<{width}}  {value}", markup=False)
 
 
 def _counts(counts: Mapping[str, int]) -> str:

@@ -87,7 +87,7 @@ class Config:
     per_file: int = 2
 
     def __post_init__(self) -> None:
-        source = _Source("Config()", Path.cwd())
+        source = _Source("Config()")
         for field in dataclasses.fields(self):
             value = _convert(field.name, field.name, getattr(self, field.name), source)
             object.__setattr__(self, field.name, value)
@@ -98,7 +98,7 @@ class _Source:
     """Where a layer of settings came from, for messages and relative paths."""
 
     label: str
-    base: Path
+    base: Path | None = None  # relative paths resolve against this; None: the current dir
     text: bool = False  # values are strings to parse (the environment)
 
 
@@ -110,7 +110,7 @@ def load_config(
     root: str | os.PathLike[str], overrides: Mapping[str, object] | None = None
 ) -> Config:
     """Merge every layer for ``root`` into one :class:`Config` (precedence in module docs)."""
-    root = Path(root)
+    root = Path(os.path.abspath(root))
     pyproject = root / "pyproject.toml"
     values = _layer(_pyproject_table(pyproject), _Source(f"{pyproject} [tool.coderecall]", root))
     dotfile = root / ".coderecall.toml"
@@ -118,7 +118,7 @@ def load_config(
     values.update(_environment_layer())
     if overrides:
         given = {key: value for key, value in overrides.items() if value is not None}
-        values.update(_layer(given, _Source("overrides", Path.cwd())))
+        values.update(_layer(given, _Source("overrides")))
     return Config(**values)  # type: ignore[arg-type]  # every value was converted by _layer
 
 
@@ -133,14 +133,21 @@ def _pyproject_table(path: Path) -> dict[str, object]:
 def _read_toml(path: Path) -> dict[str, object]:
     """The parsed file, or an empty table when it does not exist."""
     try:
-        with path.open("rb") as file:
-            return tomllib.load(file)
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}", source=str(path)) from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}", source=str(path)) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8", source=str(path)) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        if "line" not in message:  # "(at end of document)": say which line that is
+            last_line = text.count("\n") + 1
+            message += f" (line {last_line})"
+        raise ConfigError(f"{path}: invalid TOML: {message}", source=str(path)) from None
 
 
 def _layer(table: Mapping[str, object], source: _Source) -> dict[str, object]:
@@ -163,7 +170,7 @@ def _environment_layer() -> dict[str, object]:
     for name in _CONVERTERS:
         variable = ENV_PREFIX + name.upper()
         if variable in os.environ:
-            source = _Source(f"environment variable {variable}", Path.cwd(), text=True)
+            source = _Source(f"environment variable {variable}", text=True)
             layer[name] = _convert(name, name, os.environ[variable], source)
     return layer
 
@@ -242,7 +249,8 @@ def _to_index_dir(value: object, source: _Source) -> Path | None:
         return None
     if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
         raise _InvalidValueError("a directory path")
-    return source.base / Path(value).expanduser()
+    path = Path(value).expanduser()
+    return source.base / path if source.base else Path(os.path.abspath(path))
 
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -40,9 +40,10 @@ class CodeIndex:
     """The code index of one project root.
 
     ``config`` is a :class:`Config` used as is, or a mapping of overrides merged on top of the
-    project's files and environment (see :func:`load_config`). The root must look like a
-    project (see :func:`check_root`) unless ``force`` is true. Nothing is read or created on
-    construction beyond the configuration; the index is opened on first use.
+    project's files and environment (see :func:`load_config`). Unless ``force`` is true, the
+    root must look like a project: not ``/`` nor the home directory, and holding a marker such
+    as ``.git`` or ``pyproject.toml`` (or lying inside a git work tree). Nothing is read or
+    created on construction beyond the configuration; the index is opened on first use.
 
     Use it as a context manager, or call :meth:`close`, to release the index files promptly.
     """
@@ -78,7 +79,9 @@ class CodeIndex:
 
     @property
     def index_dir(self) -> Path:
-        """Where the index lives (see :func:`find_index_dir`)."""
+        """Where the index lives: ``index_dir`` from the config, else the repository's
+        ``<git common dir>/coderecall`` (shared by its worktrees), else ``<root>/.coderecall``.
+        """
         return self._index_dir
 
     def __repr__(self) -> str:
@@ -184,9 +187,11 @@ class CodeIndex:
                 native.cancel()
                 worker.join()
                 raise
-        result = outcome[0]
-        if isinstance(result, BaseException):
-            raise result
+            result = outcome[0]
+            if isinstance(result, BaseException):
+                raise result
+            if report is not None:
+                report(len(changed), len(changed))  # end at 100%, however quick the update was
         return result
 
     def search(
@@ -219,28 +224,29 @@ class CodeIndex:
             if native.status()["generation"] == 0 and not native.file_stats():
                 self.index()
             self._built = True
-        hits = native.search(
-            query,
-            limit,
-            languages=languages,
-            directories=directories,
-            kinds=kinds,
-            per_file=self._config.per_file,
-            with_content=with_content,
-        )
+        try:
+            hits = native.search(
+                query,
+                limit,
+                languages=languages,
+                directories=directories,
+                kinds=kinds,
+                per_file=self._config.per_file,
+                with_content=with_content,
+            )
+        except ValueError as exc:  # the core names an unknown language or kind
+            raise QueryError(str(exc)) from None
         return [SearchHit(**hit) for hit in hits]
 
     def _directories(self, directory: str | Sequence[str] | None) -> list[str] | None:
         """Root-relative POSIX folders; ``None`` when the whole root is searched."""
         folders = []
-        for given in _as_list(directory) or ():
+        for given in _as_list(directory):
             path = Path(given).expanduser()
             if path.is_absolute():
                 path = Path(os.path.relpath(path.resolve(), self._root))
             folder = posixpath.normpath(path.as_posix())
-            if folder == "..":
-                folder = "../"
-            if folder.startswith("../"):
+            if folder == ".." or folder.startswith("../"):
                 raise QueryError(f"directory {given!r} is outside the root {self._root}")
             if folder == ".":
                 return None
@@ -306,13 +312,13 @@ class CodeIndex:
             (self._index_dir / ".gitignore").write_text("*\n", encoding="utf-8")
 
 
-def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
+def _as_list(value: str | Sequence[str] | None) -> list[str]:
     if value is None:
-        return None
+        return []
     return [value] if isinstance(value, str) else list(value)
 
 
 def _lowered(value: str | Sequence[str] | None) -> list[str] | None:
     """Language and kind names are lower-case in the index."""
-    names = [name.strip().lower() for name in _as_list(value) or ()]
+    names = [name.strip().lower() for name in _as_list(value)]
     return names or None

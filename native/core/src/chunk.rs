@@ -23,6 +23,9 @@ pub const MAX_TOKENS: usize = 480;
 pub const TARGET_TOKENS: usize = 320;
 /// Neighbours below this size merge: a lone closing brace or import line is not worth a hit.
 pub const MIN_TOKENS: usize = 40;
+/// A run of merged small units stops growing here, so a hit on one tiny unit does not drag
+/// in a page of unrelated ones.
+pub const MERGE_MAX_TOKENS: usize = 160;
 /// Overlap between consecutive windows, so a statement cut at a boundary is whole in one of them.
 pub const OVERLAP_TOKENS: usize = 40;
 /// Parsing that takes longer than this falls back to line windows (pathological inputs).
@@ -334,14 +337,19 @@ impl<'a> Lines<'a> {
             .starts
             .get(hi)
             .map_or(self.source.len(), |&next| next - 1);
-        self.source[start..end.max(start)].trim_end_matches('\r')
+        strip_eol(&self.source[start..end.max(start)])
     }
+}
+
+/// Drops one line ending (`\n` or `\r\n`) and any carriage return before it.
+fn strip_eol(text: &str) -> &str {
+    text.strip_suffix('\n').unwrap_or(text).trim_end_matches('\r')
 }
 
 fn line_text<'a>(source: &'a str, starts: &[usize], row: usize) -> &'a str {
     let start = starts[row];
     let end = starts.get(row + 1).map_or(source.len(), |&next| next - 1);
-    source[start..end.max(start)].trim_end_matches('\r')
+    strip_eol(&source[start..end.max(start)])
 }
 
 fn memchr_newlines(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
@@ -402,6 +410,8 @@ struct RawDef {
     lo: usize,
     hi: usize,
     header: String,
+    /// Type a method is declared on outside its body (Go receivers).
+    receiver: Option<String>,
 }
 
 fn definitions(tree: &tree_sitter::Tree, query: &tree_sitter::Query, source: &str, lines: &Lines<'_>) -> Defs {
@@ -413,10 +423,13 @@ fn definitions(tree: &tree_sitter::Tree, query: &tree_sitter::Query, source: &st
     while let Some(m) = matches.next() {
         let mut def: Option<(ChunkKind, Node<'_>)> = None;
         let mut name: Option<Node<'_>> = None;
+        let mut receiver: Option<Node<'_>> = None;
         for cap in m.captures {
             let cap_name = names.get(cap.index as usize).copied().unwrap_or_default();
             if cap_name == "name" {
                 name = Some(cap.node);
+            } else if cap_name == "receiver" {
+                receiver = Some(cap.node);
             } else if let Some(kind) = cap_name.strip_prefix("definition.") {
                 if let Some(kind) = ChunkKind::from_name(kind).filter(|k| k.is_definition()) {
                     def = Some((kind, cap.node));
@@ -433,7 +446,8 @@ fn definitions(tree: &tree_sitter::Tree, query: &tree_sitter::Query, source: &st
         if name_text.is_empty() {
             continue;
         }
-        let def_row = node.start_position().row;
+        // The signature line, past decorators, annotations and template headers.
+        let def_row = name.start_position().row.max(node.start_position().row);
         let lo = leading_row(node, lines);
         let hi = (node.end_position().row + 1).min(lines.len());
         if lo >= hi {
@@ -448,6 +462,10 @@ fn definitions(tree: &tree_sitter::Tree, query: &tree_sitter::Query, source: &st
             lo,
             hi,
             header: context_line(lines.line(def_row)),
+            receiver: receiver
+                .and_then(|r| r.utf8_text(source.as_bytes()).ok())
+                .map(|r| r.trim_start_matches(['*', '&']).trim().to_owned())
+                .filter(|r| !r.is_empty()),
         });
     }
     // Two patterns may capture one definition (e.g. with and without its decorator or export
@@ -520,11 +538,13 @@ fn nest(raw: Vec<RawDef>) -> Vec<Def> {
         let parent = stack.last().map(|(d, _, _)| d);
         let kind = match parent {
             Some(p) if r.kind == ChunkKind::Function && p.kind.is_type_like() => ChunkKind::Method,
+            None if r.receiver.is_some() => ChunkKind::Method,
             _ => r.kind,
         };
-        let local_path = match parent {
-            Some(p) => format!("{}\u{0}{}", p.local_path, r.name),
-            None => r.name.clone(),
+        let local_path = match (parent, &r.receiver) {
+            (Some(p), _) => format!("{}\u{0}{}", p.local_path, r.name),
+            (None, Some(receiver)) => format!("{receiver}\u{0}{}", r.name),
+            (None, None) => r.name.clone(),
         };
         // The doc-comment extension must not reach above the parent's own first row.
         let lo = parent.map_or(r.lo, |p| r.lo.max(p.lo));
@@ -593,6 +613,8 @@ struct Pending {
     tokens: usize,
     /// Glue between definitions (headers, fields, closing lines) rather than a unit.
     glue: bool,
+    /// Local path of the enclosing definition; only chunks of one scope merge.
+    scope: String,
 }
 
 impl Pending {
@@ -616,6 +638,8 @@ struct Emitter<'l, 'a> {
     lines: &'l Lines<'a>,
     chunks: Vec<Pending>,
     symbols: Vec<Symbol>,
+    /// Local path of the scope being emitted.
+    scope: String,
 }
 
 impl<'l, 'a> Emitter<'l, 'a> {
@@ -624,11 +648,13 @@ impl<'l, 'a> Emitter<'l, 'a> {
             lines,
             chunks: Vec::new(),
             symbols: Vec::new(),
+            scope: String::new(),
         }
     }
 
     /// Emits rows `lo..hi` of a scope: its definitions and the glue between them.
     fn range(&mut self, defs: &[Def], lo: usize, hi: usize, scope: &Scope) {
+        let outer = std::mem::replace(&mut self.scope, scope.local_path.clone());
         let mut cursor = lo;
         for def in defs {
             if def.hi <= cursor {
@@ -639,11 +665,16 @@ impl<'l, 'a> Emitter<'l, 'a> {
             cursor = def.hi;
         }
         self.gap(cursor, hi, scope);
+        self.scope = outer;
     }
 
     fn def(&mut self, def: &Def, lo: usize, scope: &Scope) {
         let local_path = def.local_path.clone();
-        if self.lines.tokens(lo, def.hi) <= MAX_TOKENS {
+        // Types split into their members so a hit points at the method asked for; other
+        // units split only when too large. Tiny members merge back in `merge_small`.
+        let splits = def.kind.is_type_like() || def.kind == ChunkKind::Module;
+        let fits = self.lines.tokens(lo, def.hi) <= MAX_TOKENS;
+        if fits && !(splits && !def.children.is_empty()) {
             let names = collect_names(def);
             self.push(lo, def.hi, def.kind, &def.name, &local_path, names, &scope.context);
             return;
@@ -718,6 +749,7 @@ impl<'l, 'a> Emitter<'l, 'a> {
             context: context.to_owned(),
             tokens: self.lines.tokens(lo, hi),
             glue: false,
+            scope: self.scope.clone(),
         });
     }
 
@@ -764,20 +796,20 @@ fn collect_names(def: &Def) -> Vec<String> {
 }
 
 /// Merges runs of small neighbouring chunks of the same scope, as long as the result stays
-/// within [`TARGET_TOKENS`]. The larger side names the merged chunk.
+/// within [`MERGE_MAX_TOKENS`].
 fn merge_small(chunks: Vec<Pending>) -> Vec<Pending> {
     let mut out: Vec<Pending> = Vec::with_capacity(chunks.len());
     for c in chunks {
         if let Some(prev) = out.last_mut() {
             let small = prev.tokens < MIN_TOKENS || c.tokens < MIN_TOKENS;
-            let fits = prev.tokens + c.tokens <= TARGET_TOKENS;
+            let fits = prev.tokens + c.tokens <= MERGE_MAX_TOKENS;
             let adjacent = c.lo >= prev.hi;
-            // Glue such as a closing brace joins its neighbour even across scopes.
-            let small_is_glue = if prev.tokens < c.tokens { prev.glue } else { c.glue };
-            if small && fits && adjacent && (prev.context == c.context || small_is_glue) {
-                let prev_wins = match (prev.kind.is_definition(), c.kind.is_definition()) {
-                    (true, false) => true,
-                    (false, true) => false,
+            if small && fits && adjacent && prev.scope == c.scope {
+                // A container's header names the members merged into it; a closing tail or
+                // anonymous top-level glue defers to the unit; between equals, the larger.
+                let prev_wins = match (prev.glue, c.glue) {
+                    (true, false) => !prev.symbol.is_empty(),
+                    (false, true) => true,
                     _ => prev.tokens >= c.tokens,
                 };
                 prev.hi = c.hi;

@@ -435,7 +435,6 @@ impl Engine {
         for r in &ok {
             if known.contains(&r.hash) {
                 self.done.fetch_add(1, Ordering::Relaxed);
-                stats.files_reused += 1;
             } else {
                 to_parse.entry(r.hash).or_insert(r);
             }
@@ -481,6 +480,8 @@ impl Engine {
                 });
             }
         }
+        // Paths whose content was known or shared with another path of this batch.
+        stats.files_reused = (upserts.len() - versions.len()) as u64;
         // Whatever was skipped this time must not linger in the view with old content.
         let mut to_remove: Vec<String> = removed.to_vec();
         to_remove.extend(stats.skipped.iter().map(|(p, _)| p.clone()));
@@ -805,5 +806,216 @@ mod codec {
         pub(super) fn is_empty(&self) -> bool {
             self.0.is_empty()
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    struct Repo {
+        root: tempfile::TempDir,
+        index: tempfile::TempDir,
+    }
+
+    impl Repo {
+        fn new(files: &[(&str, &str)]) -> Repo {
+            let repo = Repo {
+                root: tempfile::tempdir().unwrap(),
+                index: tempfile::tempdir().unwrap(),
+            };
+            for (path, text) in files {
+                repo.write(path, text);
+            }
+            repo
+        }
+
+        fn write(&self, path: &str, text: &str) {
+            let full = self.root.path().join(path);
+            fs::create_dir_all(full.parent().unwrap()).unwrap();
+            fs::write(full, text).unwrap();
+        }
+
+        fn inputs(&self, paths: &[&str]) -> Vec<FileInput> {
+            paths
+                .iter()
+                .map(|p| FileInput {
+                    path: (*p).to_owned(),
+                    mtime_ns: 1,
+                    size: 1,
+                })
+                .collect()
+        }
+
+        fn open(&self) -> Engine {
+            Engine::open(self.index.path()).unwrap()
+        }
+    }
+
+    const AUTH: &str = "\
+import time
+
+
+class TokenStore:
+    \"\"\"Keeps OAuth tokens and refreshes them before they expire.\"\"\"
+
+    def __init__(self, client):
+        self.client = client
+        self.tokens = {}
+
+    def refresh_token(self, user):
+        \"\"\"Exchange the refresh token of a user for a new access token.\"\"\"
+        token = self.client.post('/oauth/token', user=user)
+        self.tokens[user] = (token, time.time())
+        return token
+";
+
+    const UTIL: &str = "\
+def slugify(text):
+    \"\"\"Lower-case text and join its words with dashes for use in URLs.\"\"\"
+    return '-'.join(text.lower().split())
+";
+
+    fn search(engine: &Engine, query: &str) -> Vec<Hit> {
+        engine
+            .search(&SearchRequest {
+                query: query.into(),
+                limit: 5,
+                per_file: 2,
+                with_content: true,
+                ..SearchRequest::default()
+            })
+            .unwrap()
+    }
+
+    fn top(engine: &Engine, query: &str) -> (String, String) {
+        let hits = search(engine, query);
+        let hit = hits.first().unwrap_or_else(|| panic!("no hit for {query:?}"));
+        (hit.path.clone(), hit.symbol_path.clone())
+    }
+
+    #[test]
+    fn indexes_and_finds_definitions() {
+        let repo = Repo::new(&[("app/auth.py", AUTH), ("app/util.py", UTIL)]);
+        let engine = repo.open();
+        let stats = engine.update(repo.root.path(), &repo.inputs(&["app/auth.py", "app/util.py"]), &[], 1 << 20).unwrap();
+        assert_eq!(stats.files_parsed, 2);
+        assert_eq!(stats.generation, 1);
+        assert_eq!(top(&engine, "refresh_token"), ("app/auth.py".into(), "app.auth.TokenStore.refresh_token".into()));
+        assert_eq!(top(&engine, "TokenStore.refresh_token").1, "app.auth.TokenStore.refresh_token");
+        assert_eq!(top(&engine, "join words with dashes for urls").0, "app/util.py");
+        let hit = &search(&engine, "slugify")[0];
+        assert_eq!((hit.start_line, hit.end_line), (1, 3));
+        assert!(hit.content.as_deref().unwrap().starts_with("def slugify"));
+    }
+
+    #[test]
+    fn only_new_content_is_parsed_and_removed_paths_disappear() {
+        let repo = Repo::new(&[("auth.py", AUTH), ("util.py", UTIL), ("copy.py", UTIL)]);
+        let engine = repo.open();
+        let all = repo.inputs(&["auth.py", "util.py", "copy.py"]);
+        let stats = engine.update(repo.root.path(), &all, &[], 1 << 20).unwrap();
+        assert_eq!((stats.files_parsed, stats.files_reused), (2, 1), "identical files parse once");
+        repo.write("util.py", &UTIL.replace("slugify", "make_slug"));
+        let stats = engine.update(repo.root.path(), &repo.inputs(&["util.py"]), &["auth.py".into()], 1 << 20).unwrap();
+        assert_eq!((stats.files_parsed, stats.files_removed), (1, 1));
+        assert_eq!(top(&engine, "make_slug").0, "util.py");
+        assert!(search(&engine, "refresh_token").iter().all(|h| h.path != "auth.py"));
+        // Reverting to known content parses nothing.
+        repo.write("util.py", UTIL);
+        let stats = engine.update(repo.root.path(), &repo.inputs(&["util.py"]), &[], 1 << 20).unwrap();
+        assert_eq!((stats.files_parsed, stats.files_reused), (0, 1));
+    }
+
+    #[test]
+    fn skips_are_reported_with_reasons_and_leave_the_view() {
+        let repo = Repo::new(&[("ok.py", UTIL), ("bin.dat", "a\0b"), ("big.py", &"x = 1\n".repeat(300)), ("latin1.py", "")]);
+        fs::write(repo.root.path().join("latin1.py"), b"name = '\xe9t\xe9'\n").unwrap();
+        repo.write("app.min.js", "var a=1;");
+        let engine = repo.open();
+        let inputs = repo.inputs(&["ok.py", "bin.dat", "big.py", "latin1.py", "app.min.js", "gone.py"]);
+        let stats = engine.update(repo.root.path(), &inputs, &[], 1000).unwrap();
+        let reasons: HashMap<&str, &str> = stats.skipped.iter().map(|(p, r)| (p.as_str(), r.name())).collect();
+        assert_eq!(reasons["bin.dat"], "binary");
+        assert_eq!(reasons["big.py"], "too large");
+        assert_eq!(reasons["latin1.py"], "not valid UTF-8");
+        assert_eq!(reasons["app.min.js"], "no parser");
+        assert_eq!(reasons["gone.py"], "deleted");
+        assert_eq!(engine.file_stats().unwrap().len(), 1);
+        // A file indexed before and unreadable now leaves the view.
+        let stats = engine.update(repo.root.path(), &repo.inputs(&["ok.py"]), &[], 1 << 20).unwrap();
+        assert_eq!(stats.files_reused, 1);
+        fs::write(repo.root.path().join("ok.py"), b"\xff\xfe bad").unwrap();
+        let stats = engine.update(repo.root.path(), &repo.inputs(&["ok.py"]), &[], 1 << 20).unwrap();
+        assert_eq!(stats.files_removed, 1);
+        assert!(engine.file_stats().unwrap().is_empty());
+    }
+
+    #[test]
+    fn derived_index_is_reloaded_or_rebuilt_to_the_same_results() {
+        let repo = Repo::new(&[("auth.py", AUTH), ("util.py", UTIL)]);
+        let inputs = repo.inputs(&["auth.py", "util.py"]);
+        let queries = ["refresh_token", "slugify", "tokens expire", "dashes"];
+        let expected: Vec<Vec<Hit>> = {
+            let engine = repo.open();
+            engine.update(repo.root.path(), &inputs, &[], 1 << 20).unwrap();
+            queries.iter().map(|q| search(&engine, q)).collect()
+        };
+        let again = |label: &str| {
+            let engine = repo.open();
+            for (q, want) in queries.iter().zip(&expected) {
+                assert_eq!(&search(&engine, q), want, "{label}: {q}");
+            }
+        };
+        again("snapshot reload");
+        let lexical = repo.index.path().join(LEXICAL_FILE);
+        let mut bytes = fs::read(&lexical).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        fs::write(&lexical, bytes).unwrap();
+        again("corrupt snapshot");
+        fs::remove_file(&lexical).unwrap();
+        again("missing snapshot");
+    }
+
+    #[test]
+    fn a_lagging_snapshot_is_reconciled_with_the_store() {
+        // Simulates a writer killed after its SQLite commit but before writing the snapshot.
+        let repo = Repo::new(&[("auth.py", AUTH), ("util.py", UTIL)]);
+        let engine = repo.open();
+        engine.update(repo.root.path(), &repo.inputs(&["auth.py", "util.py"]), &[], 1 << 20).unwrap();
+        let stale_snapshot = fs::read(repo.index.path().join(LEXICAL_FILE)).unwrap();
+        repo.write("util.py", &UTIL.replace("slugify", "make_slug"));
+        engine.update(repo.root.path(), &repo.inputs(&["util.py"]), &["auth.py".into()], 1 << 20).unwrap();
+        drop(engine);
+        fs::write(repo.index.path().join(LEXICAL_FILE), stale_snapshot).unwrap();
+        let engine = repo.open();
+        assert_eq!(top(&engine, "make_slug").0, "util.py");
+        assert!(search(&engine, "slugify").is_empty());
+        assert!(search(&engine, "refresh_token").is_empty());
+    }
+
+    #[test]
+    fn a_second_handle_sees_what_the_first_published() {
+        let repo = Repo::new(&[("util.py", UTIL)]);
+        let writer = repo.open();
+        let reader = repo.open();
+        assert!(search(&reader, "slugify").is_empty());
+        writer.update(repo.root.path(), &repo.inputs(&["util.py"]), &[], 1 << 20).unwrap();
+        assert_eq!(top(&reader, "slugify").0, "util.py");
+    }
+
+    #[test]
+    fn filters_restrict_results() {
+        let repo = Repo::new(&[("src/a.py", UTIL), ("lib/b.py", UTIL.replace("text", "words").as_str()), ("docs/c.md", "# slugify\n\nHow slugify works.\n")]);
+        let engine = repo.open();
+        engine.update(repo.root.path(), &repo.inputs(&["src/a.py", "lib/b.py", "docs/c.md"]), &[], 1 << 20).unwrap();
+        let run = |req: SearchRequest| engine.search(&SearchRequest { query: "slugify".into(), limit: 10, ..req }).unwrap();
+        let paths = |hits: Vec<Hit>| hits.into_iter().map(|h| h.path).collect::<HashSet<_>>();
+        assert_eq!(paths(run(SearchRequest { directories: vec!["lib".into()], ..Default::default() })), HashSet::from(["lib/b.py".to_owned()]));
+        assert_eq!(paths(run(SearchRequest { languages: vec![Language::Markdown], ..Default::default() })), HashSet::from(["docs/c.md".to_owned()]));
+        assert!(run(SearchRequest { kinds: vec![ChunkKind::Function], ..Default::default() }).iter().all(|h| h.kind == ChunkKind::Function));
+        assert!(run(SearchRequest { directories: vec!["sr".into()], ..Default::default() }).is_empty(), "prefix must match whole directories");
     }
 }

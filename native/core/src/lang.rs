@@ -1,8 +1,7 @@
 //! Language registry: file detection, tree-sitter grammars and definition queries.
 //!
-//! Detection is table-driven (see [`NO_PARSER_FILE_NAMES`], [`NO_PARSER_SUFFIXES`],
-//! [`FILE_NAMES`], [`EXTENSIONS`] and [`SHEBANG_INTERPRETERS`]); every lookup is ASCII
-//! case-insensitive. Definition queries live in `queries/<language>/definitions.scm` and follow
+//! Detection is table-driven (`NO_PARSER_FILE_NAMES`, `NO_PARSER_SUFFIXES`, `FILE_NAMES`,
+//! `EXTENSIONS` and `SHEBANG_INTERPRETERS` below); every lookup is ASCII case-insensitive. Definition queries live in `queries/<language>/definitions.scm` and follow
 //! the tags convention: the whole definition is captured as `@definition.<kind>` and its name as
 //! `@name`.
 
@@ -213,9 +212,8 @@ const SHEBANG_INTERPRETERS: &[(&str, Language)] = &[
     ("ash", Language::Bash),
 ];
 
-/// Content markers that make a `.h` header C++ rather than C. Keywords must start at a word
-/// boundary.
-const CPP_HEADER_MARKERS: &[&[u8]] = &[
+/// Keywords that make a `.h` header C++ rather than C, when they start a word.
+const CPP_HEADER_KEYWORDS: &[&[u8]] = &[
     b"class ",
     b"namespace ",
     b"template<",
@@ -223,8 +221,10 @@ const CPP_HEADER_MARKERS: &[&[u8]] = &[
     b"public:",
     b"private:",
     b"protected:",
-    b"::",
 ];
+
+/// Scope resolution (`std::string`, `util::Options`) is C++ wherever it appears.
+const CPP_SCOPE_OPERATOR: &[u8] = b"::";
 
 impl Language {
     /// Stable lower-case name used in the store, the CLI and the Python API.
@@ -401,6 +401,11 @@ impl Language {
         .as_ref()
     }
 
+    /// Whether the language is grammar-backed (`Python ..= Zig`).
+    fn has_grammar(self) -> bool {
+        (self as usize) < GRAMMAR_COUNT
+    }
+
     /// Separator between segments of a symbol path ("." or "::").
     #[must_use]
     pub fn path_separator(self) -> &'static str {
@@ -428,12 +433,13 @@ impl Language {
 /// - **Go**: the package is the directory: drop the file name and join the directories with
 ///   `.` (`pkg/mux/route.go` -> `pkg.mux`).
 /// - **Other grammar languages** (C, C++, C#, Ruby, PHP, Swift, Bash, Lua, Zig): strip the
-///   extension and join with `.` (`lib/net/http.rb` -> `lib.net.http`).
+///   extension and join with `.`, C++ included: the module part is a file path, not a
+///   namespace (`lib/net/http.rb` -> `lib.net.http`).
 /// - **Markdown, JSON, YAML, TOML, HTML, CSS, SQL, Text**: the path unchanged.
 #[must_use]
 pub fn module_path(path: &str, lang: Language) -> String {
     let path = path.strip_prefix("./").unwrap_or(path);
-    if lang.grammar().is_none() {
+    if !lang.has_grammar() {
         return path.to_owned();
     }
 
@@ -460,10 +466,10 @@ pub fn module_path(path: &str, lang: Language) -> String {
                 parts.pop();
             }
         }
-        Language::JavaScript | Language::TypeScript | Language::Tsx => {
-            if parts.last() == Some(&"index") {
-                parts.pop();
-            }
+        Language::JavaScript | Language::TypeScript | Language::Tsx
+            if parts.last() == Some(&"index") =>
+        {
+            parts.pop();
         }
         Language::Java | Language::Kotlin | Language::Scala => {
             // `src/<source set>/<java|kotlin|scala>/`, all three being directories.
@@ -479,7 +485,8 @@ pub fn module_path(path: &str, lang: Language) -> String {
         }
         _ => {}
     }
-    parts.join(lang.path_separator())
+    let separator = if lang == Language::Rust { "::" } else { "." };
+    parts.join(separator)
 }
 
 /// The value for `key` (ASCII case-insensitive) in a `(key, language)` table.
@@ -509,12 +516,11 @@ fn strip_extension(file_name: &str, lang: Language) -> &str {
         return file_name;
     };
     let stem = &file_name[..file_name.len() - ext.len() - 1];
-    if matches!(lang, Language::TypeScript | Language::Tsx) {
-        if let Some(declaration_stem) = stem.strip_suffix(".d") {
-            if !declaration_stem.is_empty() {
-                return declaration_stem;
-            }
-        }
+    if matches!(lang, Language::TypeScript | Language::Tsx)
+        && let Some(declaration_stem) = stem.strip_suffix(".d")
+        && !declaration_stem.is_empty()
+    {
+        return declaration_stem;
     }
     stem
 }
@@ -538,9 +544,12 @@ fn shebang_language(head: &[u8]) -> Option<Language> {
 
 /// Whether the first bytes of a `.h` header look like C++ rather than C.
 fn looks_like_cpp(head: &[u8]) -> bool {
-    CPP_HEADER_MARKERS
+    CPP_HEADER_KEYWORDS
         .iter()
-        .any(|marker| contains_at_word_start(head, marker))
+        .any(|keyword| contains_at_word_start(head, keyword))
+        || head
+            .windows(CPP_SCOPE_OPERATOR.len())
+            .any(|window| window == CPP_SCOPE_OPERATOR)
         || head.split(|&byte| byte == b'\n').any(includes_cpp_header)
 }
 
@@ -675,16 +684,16 @@ mod tests {
         assert_eq!(module_path("native/core/src/chunk.rs", rs), "chunk");
         assert_eq!(module_path("native/core/src/lib.rs", rs), "");
         assert_eq!(module_path("src/bin/tool.rs", rs), "bin::tool");
-        assert_eq!(module_path("tests/lang_queries.rs", rs), "tests::lang_queries");
+        assert_eq!(
+            module_path("tests/lang_queries.rs", rs),
+            "tests::lang_queries"
+        );
         assert_eq!(module_path("build.rs", rs), "build");
     }
 
     #[test]
     fn module_path_javascript_and_typescript() {
-        assert_eq!(
-            module_path("web/ui/index.tsx", Language::Tsx),
-            "web.ui"
-        );
+        assert_eq!(module_path("web/ui/index.tsx", Language::Tsx), "web.ui");
         assert_eq!(
             module_path("web/ui/button.jsx", Language::JavaScript),
             "web.ui.button"
@@ -737,23 +746,44 @@ mod tests {
     fn module_path_go() {
         assert_eq!(module_path("pkg/mux/route.go", Language::Go), "pkg.mux");
         assert_eq!(module_path("main.go", Language::Go), "");
-        assert_eq!(module_path("cmd/server/main.go", Language::Go), "cmd.server");
+        assert_eq!(
+            module_path("cmd/server/main.go", Language::Go),
+            "cmd.server"
+        );
     }
 
     #[test]
     fn module_path_other_grammar_languages() {
-        assert_eq!(module_path("lib/net/http.rb", Language::Ruby), "lib.net.http");
-        assert_eq!(module_path("src/util/strings.c", Language::C), "src.util.strings");
-        assert_eq!(module_path("src/util/strings.hpp", Language::Cpp), "src.util.strings");
-        assert_eq!(module_path("scripts/deploy.sh", Language::Bash), "scripts.deploy");
+        assert_eq!(
+            module_path("lib/net/http.rb", Language::Ruby),
+            "lib.net.http"
+        );
+        assert_eq!(
+            module_path("src/util/strings.c", Language::C),
+            "src.util.strings"
+        );
+        assert_eq!(
+            module_path("src/util/strings.hpp", Language::Cpp),
+            "src.util.strings"
+        );
+        assert_eq!(
+            module_path("scripts/deploy.sh", Language::Bash),
+            "scripts.deploy"
+        );
         assert_eq!(module_path("bin/deploy", Language::Bash), "bin.deploy");
         assert_eq!(module_path("Rakefile", Language::Ruby), "Rakefile");
     }
 
     #[test]
     fn module_path_non_grammar_languages_keep_the_path() {
-        assert_eq!(module_path("docs/guide.md", Language::Markdown), "docs/guide.md");
-        assert_eq!(module_path("config/app.yaml", Language::Yaml), "config/app.yaml");
+        assert_eq!(
+            module_path("docs/guide.md", Language::Markdown),
+            "docs/guide.md"
+        );
+        assert_eq!(
+            module_path("config/app.yaml", Language::Yaml),
+            "config/app.yaml"
+        );
         assert_eq!(module_path("Makefile", Language::Text), "Makefile");
     }
 

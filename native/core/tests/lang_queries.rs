@@ -83,7 +83,7 @@ fn definitions(lang: Language, source: &str) -> Vec<(String, String, usize)> {
     let tree = parser.parse(source, None).expect("parse");
     assert!(
         !tree.root_node().has_error(),
-        "{} fixture has syntax errors: {}",
+        "{} source has syntax errors: {}",
         lang.name(),
         tree.root_node().to_sexp()
     );
@@ -111,14 +111,22 @@ fn definitions(lang: Language, source: &str) -> Vec<(String, String, usize)> {
             );
         };
         let entry = (node.byte_range().len(), kind, node.start_position().row + 1);
-        by_name
+        let kept = by_name
             .entry((name.start_byte(), name.end_byte()))
-            .and_modify(|kept| {
-                if entry.0 > kept.0 {
-                    *kept = entry;
-                }
-            })
             .or_insert(entry);
+        // Two patterns giving one node two kinds would leave the chunker's choice to chance.
+        assert!(
+            entry.0 != kept.0 || entry.1 == kept.1,
+            "{}: `{}` (line {}) is captured both as {} and as {}",
+            lang.name(),
+            &source[name.byte_range()],
+            entry.2,
+            kept.1,
+            entry.1
+        );
+        if entry.0 > kept.0 {
+            *kept = entry;
+        }
     }
 
     let mut found: Vec<_> = by_name
@@ -151,18 +159,21 @@ fn check_fixture(lang: Language, file: &str, expected: &[(&str, &str, usize)]) {
         lang.name()
     );
 
-    let actual = definitions(lang, &source);
+    assert_eq!(
+        definitions(lang, &source),
+        owned_sorted(expected),
+        "{} definitions differ (left: found, right: expected)",
+        lang.name()
+    );
+}
+
+fn owned_sorted(expected: &[(&str, &str, usize)]) -> Vec<(String, String, usize)> {
     let mut expected: Vec<(String, String, usize)> = expected
         .iter()
         .map(|&(kind, name, line)| (kind.to_owned(), name.to_owned(), line))
         .collect();
     expected.sort_by(|a, b| (a.2, &a.1, &a.0).cmp(&(b.2, &b.1, &b.0)));
-    assert_eq!(
-        actual,
-        expected,
-        "{} definitions differ (left: found, right: expected)",
-        lang.name()
-    );
+    expected
 }
 
 #[test]
@@ -329,4 +340,564 @@ fn c_definitions() {
             ("function", "main", 65),
         ],
     );
+}
+
+#[test]
+fn cpp_definitions() {
+    check_fixture(
+        Language::Cpp,
+        "sample.cpp",
+        &[
+            ("macro", "GREET_CHECK", 6),
+            ("module", "greet", 9),
+            ("enum", "Mood", 11),
+            ("class", "Speaker", 14),
+            ("class", "Greeter", 21),
+            ("function", "Greeter", 23),
+            ("function", "~Greeter", 24),
+            ("function", "prefix", 28),
+            ("function", "operator==", 30),
+            ("struct", "Stats", 33),
+            ("function", "Greeter::speak", 41),
+            ("struct", "Box", 45),
+            ("function", "get", 48),
+            ("function", "Box<T>::twice", 52),
+            ("function", "greet_all", 57),
+            ("type", "Names", 66),
+            ("function", "main", 70),
+        ],
+    );
+}
+
+#[test]
+fn csharp_definitions() {
+    check_fixture(
+        Language::CSharp,
+        "Sample.cs",
+        &[
+            ("module", "Example.Greet", 5),
+            ("interface", "ISpeaker", 8),
+            ("method", "SpeakTwice", 12),
+            ("enum", "Mood", 15),
+            ("type", "Formatter", 21),
+            ("class", "Greeting", 23),
+            ("struct", "Stats", 25),
+            ("method", "Bump", 29),
+            ("class", "Greeter", 33),
+            ("method", "Greeter", 38),
+            ("method", "Greeter", 43),
+            ("method", "Speak", 49),
+            ("function", "Punctuate", 51),
+            ("method", "GreetAll", 55),
+            ("class", "Cache", 63),
+        ],
+    );
+}
+
+#[test]
+fn ruby_definitions() {
+    check_fixture(
+        Language::Ruby,
+        "sample.rb",
+        &[
+            ("module", "Greetings", 6),
+            ("module", "Speaker", 10),
+            ("method", "speak", 11),
+            ("class", "Greeter", 17),
+            ("method", "initialize", 22),
+            ("method", "speak", 27),
+            ("method", "seen?", 32),
+            ("method", "default", 34),
+            ("method", "loud", 39),
+            ("method", "reset!", 46),
+            ("class", "Greetings::Shouter", 52),
+            ("method", "speak", 53),
+            ("method", "greet_all", 58),
+        ],
+    );
+}
+
+#[test]
+fn php_definitions() {
+    check_fixture(
+        Language::Php,
+        "sample.php",
+        &[
+            ("interface", "Speaker", 12),
+            ("trait", "CountsGreetings", 17),
+            ("method", "bump", 21),
+            ("enum", "Mood", 27),
+            ("method", "isHappy", 32),
+            ("class", "Greeter", 41),
+            ("method", "__construct", 46),
+            ("method", "speak", 53),
+            ("method", "create", 59),
+            ("class", "Base", 65),
+            ("function", "shout", 70),
+        ],
+    );
+}
+
+#[test]
+fn kotlin_definitions() {
+    check_fixture(
+        Language::Kotlin,
+        "Sample.kt",
+        &[
+            ("type", "Names", 8),
+            ("interface", "Speaker", 11),
+            ("function", "speakAll", 14),
+            ("enum", "Mood", 17),
+            ("function", "flip", 21),
+            ("class", "Greeting", 24),
+            ("class", "Prefix", 29),
+            ("class", "Greeter", 32),
+            ("function", "speak", 35),
+            ("function", "punctuate", 36),
+            ("class", "Factory", 41),
+            ("function", "create", 42),
+            ("class", "Registry", 46),
+            ("function", "register", 49),
+            ("function", "greetEveryone", 54),
+            ("function", "main", 56),
+        ],
+    );
+}
+
+#[test]
+fn swift_definitions() {
+    check_fixture(
+        Language::Swift,
+        "sample.swift",
+        &[
+            ("type", "Names", 7),
+            ("interface", "Speaker", 10),
+            ("enum", "Mood", 14),
+            ("function", "flipped", 19),
+            ("struct", "Greeting", 24),
+            ("class", "Greeter", 30),
+            ("function", "init", 35),
+            ("function", "deinit", 39),
+            ("function", "speak", 43),
+            ("function", "punctuate", 44),
+            ("impl", "Greeter", 50),
+            ("function", "make", 53),
+            ("class", "Counter", 56),
+            ("function", "increment", 59),
+            ("function", "greetAll", 65),
+        ],
+    );
+}
+
+#[test]
+fn scala_definitions() {
+    check_fixture(
+        Language::Scala,
+        "Sample.scala",
+        &[
+            ("trait", "Speaker", 6),
+            ("function", "speakAll", 9),
+            ("class", "Mood", 12),
+            ("class", "Greeting", 14),
+            ("class", "Greeter", 17),
+            ("type", "Names", 21),
+            ("function", "speak", 23),
+            ("function", "punctuate", 24),
+            ("function", "count", 29),
+            ("class", "Greeter", 32),
+            ("function", "apply", 35),
+            ("enum", "Color", 38),
+            ("function", "hex", 42),
+            ("class", "Main", 44),
+            ("function", "main", 45),
+        ],
+    );
+}
+
+#[test]
+fn bash_definitions() {
+    check_fixture(
+        Language::Bash,
+        "sample.sh",
+        &[
+            ("function", "greet", 9),
+            ("function", "shout", 16),
+            ("function", "greet_all", 20),
+            ("function", "usage", 27),
+            ("function", "main", 34),
+            ("function", "cleanup", 36),
+        ],
+    );
+}
+
+#[test]
+fn lua_definitions() {
+    check_fixture(
+        Language::Lua,
+        "sample.lua",
+        &[
+            ("function", "Greeter.new", 11),
+            ("function", "Greeter:greet", 19),
+            ("function", "shout", 24),
+            ("function", "bang", 25),
+            ("function", "whisper", 31),
+            ("function", "M.greet_all", 35),
+            ("function", "M.main", 43),
+        ],
+    );
+}
+
+#[test]
+fn zig_definitions() {
+    check_fixture(
+        Language::Zig,
+        "sample.zig",
+        &[
+            ("enum", "Mood", 7),
+            ("function", "flipped", 11),
+            ("struct", "Value", 16),
+            ("type", "GreetError", 21),
+            ("struct", "Greeter", 24),
+            ("struct", "Stats", 28),
+            ("function", "init", 32),
+            ("function", "greet", 36),
+            ("type", "Handle", 43),
+            ("function", "shout", 47),
+            ("function", "main", 52),
+            ("function", "greeter counts greetings", 57),
+        ],
+    );
+}
+
+#[test]
+fn tsx_definitions() {
+    check_fixture(
+        Language::Tsx,
+        "sample.tsx",
+        &[
+            ("interface", "GreetingProps", 5),
+            ("type", "Mood", 10),
+            ("enum", "Size", 12),
+            ("function", "useCounter", 17),
+            ("function", "GreetingCard", 24),
+            ("function", "GreetingList", 35),
+            ("function", "renderItem", 36),
+            ("class", "MoodBadge", 44),
+            ("method", "render", 45),
+        ],
+    );
+}
+
+/// Checks a small inline source, for constructs that do not fit the per-language fixtures.
+fn check_snippet(lang: Language, source: &str, expected: &[(&str, &str, usize)]) {
+    assert_eq!(
+        definitions(lang, source),
+        owned_sorted(expected),
+        "{} snippet (left: found, right: expected):\n{source}",
+        lang.name()
+    );
+}
+
+#[test]
+fn snippets_beyond_the_fixtures() {
+    // Block namespaces are modules; the statement form is not captured.
+    check_snippet(
+        Language::Php,
+        "<?php\nnamespace App\\Util {\n    function slug(string $s): string { return $s; }\n}\n",
+        &[("module", "App\\Util", 2), ("function", "slug", 3)],
+    );
+    // `declare` wrappers and dotted namespaces.
+    check_snippet(
+        Language::TypeScript,
+        "declare namespace Api.V1 {\n  interface User { id: string }\n}\ndeclare class Client {\n  get(): void;\n}\n",
+        &[
+            ("module", "Api.V1", 1),
+            ("interface", "User", 2),
+            ("class", "Client", 4),
+        ],
+    );
+    // Implementations for non-path types, and trait signatures without a body.
+    check_snippet(
+        Language::Rust,
+        "trait Shape {\n    fn area(&self) -> f64;\n}\nimpl Shape for [f64; 2] {\n    fn area(&self) -> f64 { self[0] * self[1] }\n}\nimpl<T: Shape> Shape for &T {\n    fn area(&self) -> f64 { (*self).area() }\n}\n",
+        &[
+            ("trait", "Shape", 1),
+            ("impl", "[f64; 2]", 4),
+            ("method", "area", 5),
+            ("impl", "&T", 7),
+            ("method", "area", 8),
+        ],
+    );
+    // C++ header: prototypes are not definitions, inline definitions and typedefs are.
+    check_snippet(
+        Language::Cpp,
+        "#pragma once\nnamespace a::b {\nint parse(const char* s);\ninline int twice(int x) { return 2 * x; }\ntypedef struct { int x; } point;\nextern \"C\" int c_api(void) { return 0; }\n}\n",
+        &[
+            ("module", "a::b", 2),
+            ("function", "twice", 4),
+            ("struct", "point", 5),
+            ("function", "c_api", 6),
+        ],
+    );
+    // Pointer-returning functions and prototypes in C.
+    check_snippet(
+        Language::C,
+        "char **split(const char *s);\nchar **split(const char *s) { return 0; }\ntypedef enum { RED, GREEN } color;\n",
+        &[("function", "split", 2), ("enum", "color", 3)],
+    );
+    // File-scoped namespaces are a single line; the types after them are still found.
+    check_snippet(
+        Language::CSharp,
+        "namespace App.Core;\n\npublic abstract class Shape\n{\n    public abstract double Area();\n}\n",
+        &[("class", "Shape", 3)],
+    );
+    // Interface kinds in Kotlin.
+    check_snippet(
+        Language::Kotlin,
+        "fun interface Action {\n    fun run()\n}\n\nsealed interface Result\n",
+        &[("interface", "Action", 1), ("interface", "Result", 5)],
+    );
+    // PEP 695 generic aliases and decorated nested classes.
+    check_snippet(
+        Language::Python,
+        "type Pair[T] = tuple[T, T]\n\nclass Outer:\n    @staticmethod\n    class Inner:\n        pass\n",
+        &[
+            ("type", "Pair", 1),
+            ("class", "Outer", 3),
+            ("class", "Inner", 4),
+        ],
+    );
+    // CommonJS exports and class expressions bound to a name.
+    check_snippet(
+        Language::JavaScript,
+        "exports.parse = function (text) {\n  return JSON.parse(text);\n};\nconst Store = class {\n  get(key) { return key; }\n};\n",
+        &[
+            ("function", "parse", 1),
+            ("class", "Store", 4),
+            ("method", "get", 5),
+        ],
+    );
+}
+
+#[test]
+fn detect_by_extension() {
+    let cases = [
+        ("app/main.py", Language::Python),
+        ("stubs/os.pyi", Language::Python),
+        ("gui.pyw", Language::Python),
+        ("web/app.js", Language::JavaScript),
+        ("web/app.mjs", Language::JavaScript),
+        ("web/app.cjs", Language::JavaScript),
+        ("web/App.jsx", Language::JavaScript),
+        ("web/app.ts", Language::TypeScript),
+        ("web/app.mts", Language::TypeScript),
+        ("web/app.cts", Language::TypeScript),
+        ("types/global.d.ts", Language::TypeScript),
+        ("web/App.tsx", Language::Tsx),
+        ("src/lib.rs", Language::Rust),
+        ("cmd/main.go", Language::Go),
+        ("src/main/java/App.java", Language::Java),
+        ("src/util.c", Language::C),
+        ("src/util.cc", Language::Cpp),
+        ("src/util.cpp", Language::Cpp),
+        ("src/util.cxx", Language::Cpp),
+        ("src/util.c++", Language::Cpp),
+        ("include/util.hpp", Language::Cpp),
+        ("include/util.hh", Language::Cpp),
+        ("include/util.hxx", Language::Cpp),
+        ("include/util.h++", Language::Cpp),
+        ("include/detail/impl.ipp", Language::Cpp),
+        ("include/detail/impl.inl", Language::Cpp),
+        ("src/Program.cs", Language::CSharp),
+        ("lib/app.rb", Language::Ruby),
+        ("lib/tasks/db.rake", Language::Ruby),
+        ("app.gemspec", Language::Ruby),
+        ("Rakefile", Language::Ruby),
+        ("Gemfile", Language::Ruby),
+        ("Guardfile", Language::Ruby),
+        ("public/index.php", Language::Php),
+        ("views/page.phtml", Language::Php),
+        ("src/App.kt", Language::Kotlin),
+        ("build.gradle.kts", Language::Kotlin),
+        ("Sources/App.swift", Language::Swift),
+        ("src/App.scala", Language::Scala),
+        ("build.sc", Language::Scala),
+        ("scripts/run.sh", Language::Bash),
+        ("scripts/run.bash", Language::Bash),
+        ("scripts/run.zsh", Language::Bash),
+        ("home/.bashrc", Language::Bash),
+        (".zshrc", Language::Bash),
+        ("nvim/init.lua", Language::Lua),
+        ("src/main.zig", Language::Zig),
+        ("README.md", Language::Markdown),
+        ("docs/guide.markdown", Language::Markdown),
+        ("docs/page.mdx", Language::Markdown),
+        ("package.json", Language::Json),
+        ("tsconfig.jsonc", Language::Json),
+        ("config.yaml", Language::Yaml),
+        (".github/workflows/ci.yml", Language::Yaml),
+        ("Cargo.toml", Language::Toml),
+        ("public/index.html", Language::Html),
+        ("public/old.htm", Language::Html),
+        ("styles/site.css", Language::Css),
+        ("styles/site.scss", Language::Css),
+        ("styles/site.less", Language::Css),
+        ("db/schema.sql", Language::Sql),
+    ];
+    for (path, lang) in cases {
+        assert_eq!(Language::detect(path, b""), Some(lang), "{path}");
+    }
+}
+
+#[test]
+fn detect_is_case_insensitive() {
+    let cases = [
+        ("SETUP.PY", Language::Python),
+        ("src/Lib.Rs", Language::Rust),
+        ("README.MD", Language::Markdown),
+        ("App.TSX", Language::Tsx),
+        ("rakefile", Language::Ruby),
+        ("include/API.H", Language::C),
+        ("Config.YML", Language::Yaml),
+    ];
+    for (path, lang) in cases {
+        assert_eq!(Language::detect(path, b""), Some(lang), "{path}");
+    }
+    assert_eq!(Language::detect("dist/APP.MIN.JS", b""), None);
+    assert_eq!(Language::detect("CARGO.LOCK", b""), None);
+}
+
+#[test]
+fn detect_h_headers_by_content() {
+    let c_headers: [&[u8]; 3] = [
+        b"#ifndef UTIL_H\n#define UTIL_H\n#include <stdio.h>\nint util_parse(const char *s);\n#endif\n",
+        b"/* A plain C header */\nstruct point { int x, y; };\n",
+        b"",
+    ];
+    for head in c_headers {
+        assert_eq!(
+            Language::detect("include/util.h", head),
+            Some(Language::C),
+            "{}",
+            String::from_utf8_lossy(head)
+        );
+    }
+    let cpp_headers: [&[u8]; 8] = [
+        b"#pragma once\nclass Parser {\npublic:\n  int parse();\n};\n",
+        b"namespace util {\nint parse();\n}\n",
+        b"template<typename T> T twice(T x);\n",
+        b"template <class T>\nstruct Box;\n",
+        b"#include <string>\nint parse(const std::string& s);\n",
+        b"#include <iostream>\n",
+        b"struct S {\nprivate:\n  int x;\n};\n",
+        b"int parse(const char* s, util::Options opts);\n",
+    ];
+    for head in cpp_headers {
+        assert_eq!(
+            Language::detect("include/util.h", head),
+            Some(Language::Cpp),
+            "{}",
+            String::from_utf8_lossy(head)
+        );
+    }
+}
+
+#[test]
+fn detect_shebangs() {
+    let cases: [(&str, &[u8], Language); 10] = [
+        (
+            "bin/tool",
+            b"#!/usr/bin/env python3\nprint('hi')\n",
+            Language::Python,
+        ),
+        ("bin/tool", b"#!/usr/bin/python3.12 -u\n", Language::Python),
+        ("bin/deploy", b"#!/bin/bash\nset -e\n", Language::Bash),
+        ("bin/deploy", b"#!/bin/sh\n", Language::Bash),
+        ("bin/deploy", b"#!/usr/bin/env zsh\n", Language::Bash),
+        ("bin/serve", b"#!/usr/bin/env node\n", Language::JavaScript),
+        (
+            "bin/serve",
+            b"#!/usr/bin/env -S node --no-warnings\n",
+            Language::JavaScript,
+        ),
+        ("bin/rake", b"#!/usr/bin/env ruby\n", Language::Ruby),
+        ("bin/conf", b"#!/usr/bin/env lua5.4\n", Language::Lua),
+        (
+            "bin/admin",
+            b"#!/usr/bin/php\n<?php echo 1;\n",
+            Language::Php,
+        ),
+    ];
+    for (path, head, lang) in cases {
+        assert_eq!(
+            Language::detect(path, head),
+            Some(lang),
+            "{path}: {}",
+            String::from_utf8_lossy(head)
+        );
+    }
+    // A known extension wins over the shebang; unknown interpreters give plain text.
+    assert_eq!(
+        Language::detect("tool.py", b"#!/bin/sh\n"),
+        Some(Language::Python)
+    );
+    assert_eq!(
+        Language::detect("bin/report", b"#!/usr/bin/env perl\n"),
+        Some(Language::Text)
+    );
+    assert_eq!(
+        Language::detect("bin/report", b"no shebang here\n"),
+        Some(Language::Text)
+    );
+}
+
+#[test]
+fn detect_no_parser_files() {
+    let cases = [
+        "dist/app.min.js",
+        "dist/site.min.css",
+        "dist/app.js.map",
+        "assets/logo.svg",
+        "Gemfile.lock",
+        "package-lock.json",
+        "web/yarn.lock",
+        "pnpm-lock.yaml",
+        "Cargo.lock",
+        "poetry.lock",
+        "data/table.csv",
+        "data/table.tsv",
+        "notebooks/analysis.ipynb",
+        "certs/server.pem",
+        "certs/server.key",
+        "certs/server.crt",
+        "certs/client.p12",
+    ];
+    for path in cases {
+        assert_eq!(Language::detect(path, b""), None, "{path}");
+    }
+}
+
+#[test]
+fn detect_other_text() {
+    let cases = [
+        "notes.txt",
+        "docs/index.rst",
+        "setup.cfg",
+        "config.ini",
+        "Makefile",
+        "Dockerfile",
+        "pom.xml",
+        "api/service.proto",
+        "build.gradle",
+        "LICENSE",
+        ".gitignore",
+        ".env.example",
+    ];
+    for path in cases {
+        assert_eq!(
+            Language::detect(path, b"plain text\n"),
+            Some(Language::Text),
+            "{path}"
+        );
+    }
 }

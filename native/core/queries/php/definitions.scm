@@ -1,0 +1,27 @@
+; Definitions for PHP (tree-sitter-php 0.24, the `php` grammar with inline HTML).
+; Attributes (`#[...]`) are children of the declaration. Abstract and interface methods
+; without a body are not captured. The statement form `namespace App\Greet;` is one line that
+; does not contain the file's definitions, so only block namespaces are captured.
+
+(namespace_definition
+  name: (namespace_name) @name
+  body: (compound_statement)) @definition.module
+
+(class_declaration
+  name: (name) @name) @definition.class
+
+(interface_declaration
+  name: (name) @name) @definition.interface
+
+(trait_declaration
+  name: (name) @name) @definition.trait
+
+(enum_declaration
+  name: (name) @name) @definition.enum
+
+(function_definition
+  name: (name) @name) @definition.function
+
+(method_declaration
+  name: (name) @name
+  body: (compound_statement)) @definition.method

@@ -1,0 +1,41 @@
+# The verbs everybody uses; .ci/run and the GitHub workflow call exactly these.
+# Cargo builds go to a target directory outside the checkout so every clone reuses it.
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/coderecall/target
+PYTHON ?= python3
+CARGO ?= cargo
+
+.PHONY: install build-dev build-release test test-rust test-python lint format bench
+
+## install: the package in editable mode with the development tools
+install:
+	$(PYTHON) -m pip install -e '.[dev]'
+
+## build-dev: rebuild the native module after Rust changes
+build-dev:
+	$(PYTHON) -m pip install -e . --no-deps
+
+## build-release: an optimised abi3 wheel in dist/
+build-release:
+	maturin build --release --locked --out dist
+
+## test: everything CI checks (lint, Rust tests, Python tests)
+test: lint test-rust test-python
+
+test-rust:
+	$(CARGO) test --locked -p coderecall-core
+
+test-python:
+	$(PYTHON) -m pytest
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	$(PYTHON) -m ruff check python tests benches
+	$(PYTHON) -m ruff format --check python tests benches
+	$(PYTHON) -m mypy
+	$(PYTHON) -m mypy.stubtest coderecall._native --allowlist .mypy-stubtest-allowlist
+
+format:
+	$(CARGO) fmt --all
+	$(PYTHON) -m ruff format python tests benches
+	$(PYTHON) -m ruff check --fix python tests benches

@@ -1,0 +1,222 @@
+"""Helpers shared by the test modules (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+# Git must behave the same on every machine: no user or system config, a fixed identity.
+GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+}
+
+Files = Mapping[str, str | bytes]
+MakeRepo = Callable[..., Path]
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git in ``cwd`` and return its output; fails the test on a non-zero exit."""
+    result = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        env={**os.environ, **GIT_ENV},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, f"git {' '.join(args)} failed:\n{result.stderr}"
+    return result.stdout
+
+
+def write_files(root: Path, files: Files) -> None:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+# A small project in several languages, for end-to-end indexing and search.
+SAMPLE_PROJECT: dict[str, str] = {
+    "pyproject.toml": '[project]\nname = "shop"\nversion = "0.1.0"\n',
+    ".gitignore": "*.log\nbuild/\n",
+    "src/shop/__init__.py": '"""A small online shop."""\n',
+    "src/shop/auth.py": '''\
+"""Access tokens: issuing, validating and refreshing them."""
+
+import hashlib
+import hmac
+import time
+
+
+class TokenStore:
+    """Keeps the tokens issued to each user, with their expiry times."""
+
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
+        self._tokens: dict[str, float] = {}
+
+    def issue_token(self, user_id: str, lifetime: float = 3600.0) -> str:
+        """Create a signed access token for a user."""
+        token = hmac.new(self._secret, user_id.encode(), hashlib.sha256).hexdigest()
+        self._tokens[token] = time.time() + lifetime
+        return token
+
+    def refresh_access_token(self, old_token: str) -> str:
+        """Exchange an expiring access token for a fresh one before it runs out."""
+        if old_token not in self._tokens:
+            raise KeyError("unknown token")
+        del self._tokens[old_token]
+        return self.issue_token(old_token[:8])
+
+
+def validate_signature(payload: bytes, signature: str, secret: bytes) -> bool:
+    """Check that a webhook payload was signed with our secret."""
+    expected = hmac.new(secret, payload, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, signature)
+''',
+    "src/shop/billing.py": '''\
+"""Invoices and taxes."""
+
+from dataclasses import dataclass
+
+
+@dataclass
+class LineItem:
+    name: str
+    unit_price: float
+    quantity: int
+
+
+class Invoice:
+    """An invoice sent to a customer at the end of the month."""
+
+    def __init__(self, customer: str, items: list[LineItem]) -> None:
+        self.customer = customer
+        self.items = items
+
+
+def compute_invoice_total(items: list[LineItem], tax_rate: float) -> float:
+    """Sum the price of every line item and add sales tax."""
+    subtotal = sum(item.unit_price * item.quantity for item in items)
+    return round(subtotal * (1 + tax_rate), 2)
+''',
+    "tests/test_auth.py": """\
+from shop.auth import TokenStore
+
+
+def test_refresh_gives_a_new_token():
+    store = TokenStore(b"secret")
+    token = store.issue_token("alice")
+    assert store.refresh_access_token(token) != token
+""",
+    "web/cart.js": """\
+// The shopping cart shown in the browser.
+
+export class ShoppingCart {
+  constructor() {
+    this.items = [];
+  }
+
+  get size() {
+    return this.items.length;
+  }
+}
+
+export function addItemToCart(cart, item) {
+  const existing = cart.items.find((entry) => entry.id === item.id);
+  if (existing) {
+    existing.quantity += 1;
+  } else {
+    cart.items.push({ ...item, quantity: 1 });
+  }
+  return cart;
+}
+""",
+    "native/src/config.rs": """\
+//! Reading the server configuration from disk.
+
+use std::fs;
+use std::path::Path;
+
+/// Settings read from `server.toml`.
+pub struct ServerConfig {
+    pub port: u16,
+    pub workers: usize,
+}
+
+/// Parse the configuration file at `path`, falling back to defaults for missing keys.
+pub fn parse_config_file(path: &Path) -> std::io::Result<ServerConfig> {
+    let text = fs::read_to_string(path)?;
+    let mut config = ServerConfig { port: 8080, workers: 4 };
+    for line in text.lines() {
+        if let Some(port) = line.strip_prefix("port = ") {
+            config.port = port.trim().parse().unwrap_or(config.port);
+        }
+    }
+    Ok(config)
+}
+""",
+    "server/ratelimit.go": """\
+package server
+
+import (
+\t"sync"
+\t"time"
+)
+
+// RateLimiter allows a fixed number of requests per client in each time window.
+type RateLimiter struct {
+\tmu      sync.Mutex
+\twindow  time.Duration
+\tlimit   int
+\tcounts  map[string]int
+}
+
+// AllowRequest reports whether a client may make one more request in the current window.
+func (r *RateLimiter) AllowRequest(clientID string) bool {
+\tr.mu.Lock()
+\tdefer r.mu.Unlock()
+\tif r.counts[clientID] >= r.limit {
+\t\treturn false
+\t}
+\tr.counts[clientID]++
+\treturn true
+}
+""",
+    "docs/deployment.md": """\
+# Deployment
+
+How to run the shop in production.
+
+## Database migrations
+
+Run the migrations before starting the new release, then restart the workers one by one.
+
+## Backups
+
+Nightly backups of the database are copied to cold storage and kept for thirty days.
+""",
+}
+
+
+def large_project(modules: int = 2000) -> dict[str, str]:
+    """Enough distinct code (about 18 MB) that indexing it takes a noticeable while, so a
+    test can interrupt it midway."""
+    files = {
+        f"pkg/module_{m}.py": "".join(
+            f"def function_{m}_{n}(value):\n    return value * {n} + {m}\n\n" for n in range(150)
+        )
+        for m in range(modules)
+    }
+    files["setup.py"] = "from setuptools import setup\n\nsetup()\n"
+    return files

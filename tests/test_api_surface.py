@@ -1,0 +1,51 @@
+"""The public names are pinned: adding or removing one is a deliberate change to this file."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import coderecall
+
+
+def test_exported_names() -> None:
+    assert set(coderecall.__all__) == {
+        "CancelledError",
+        "CodeIndex",
+        "Config",
+        "ConfigError",
+        "Error",
+        "IndexCorruptError",
+        "IndexReport",
+        "IndexStatus",
+        "QueryError",
+        "RootRefusedError",
+        "SearchHit",
+        "StoreError",
+        "__version__",
+        "load_config",
+    }
+    assert sorted(coderecall.__all__) == coderecall.__all__
+
+
+def test_public_objects_belong_to_the_package() -> None:
+    for name in coderecall.__all__:
+        if not name.startswith("__"):
+            assert getattr(coderecall, name).__module__ == "coderecall", name
+
+
+def test_one_exception_tree() -> None:
+    exceptions = [
+        value
+        for name in coderecall.__all__
+        if isinstance(value := getattr(coderecall, name), type) and issubclass(value, BaseException)
+    ]
+    assert len(exceptions) == 7
+    assert all(issubclass(exception, coderecall.Error) for exception in exceptions)
+    assert issubclass(coderecall.Error, Exception)
+    assert issubclass(coderecall.IndexCorruptError, coderecall.StoreError)
+    assert issubclass(coderecall.ConfigError, ValueError)
+    assert issubclass(coderecall.QueryError, ValueError)
+
+
+def test_version_matches_the_installed_distribution() -> None:
+    assert coderecall.__version__ == importlib.metadata.version("coderecall")

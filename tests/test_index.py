@@ -1,0 +1,315 @@
+"""CodeIndex end to end: a real repository, the compiled core, real searches."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from coderecall import CodeIndex, Config, QueryError, RootRefusedError, SearchHit
+from helpers import SAMPLE_PROJECT, MakeRepo, git, large_project
+
+SAMPLE_FILES = len(SAMPLE_PROJECT)
+
+
+def line_of(path: str, text: str) -> int:
+    """1-based line of the first line of ``path`` in the sample containing ``text``."""
+    for number, line in enumerate(SAMPLE_PROJECT[path].splitlines(), 1):
+        if text in line:
+            return number
+    raise AssertionError(f"{text!r} is not in {path}")
+
+
+def covers(hit: SearchHit, path: str, text: str) -> bool:
+    """Whether ``hit`` is the chunk of ``path`` holding the line with ``text``."""
+    return hit.path == path and hit.start_line <= line_of(path, text) <= hit.end_line
+
+
+@pytest.fixture
+def project(make_repo: MakeRepo) -> Path:
+    return make_repo(SAMPLE_PROJECT)
+
+
+@pytest.fixture
+def index(project: Path) -> CodeIndex:
+    with CodeIndex(project) as code_index:
+        code_index.index()
+        return code_index
+
+
+def test_first_index_parses_everything(project: Path) -> None:
+    with CodeIndex(project) as index:
+        report = index.index()
+    assert report.root == project
+    assert report.files_seen == SAMPLE_FILES
+    assert report.files_parsed == SAMPLE_FILES
+    assert report.files_unchanged == 0
+    assert report.files_removed == 0
+    assert report.chunks_added >= 10
+    assert report.symbols_added >= 10
+    assert report.bytes_parsed == sum(len(text.encode()) for text in SAMPLE_PROJECT.values())
+    assert report.skipped == {}
+    assert report.generation >= 1
+
+
+def test_index_lives_in_the_git_dir_and_stays_out_of_git_status(index: CodeIndex) -> None:
+    assert index.index_dir == index.root / ".git" / "coderecall"
+    assert index.index_dir.is_dir()
+    assert git(index.root, "status", "--porcelain", "--ignored") == ""
+
+
+def test_folder_without_git_gets_a_local_index_git_would_ignore(make_repo: MakeRepo) -> None:
+    root = make_repo(SAMPLE_PROJECT, init=False)
+    with CodeIndex(root) as index:
+        index.index()
+    assert index.index_dir == root / ".coderecall"
+    git(root, "init", "-q")
+    assert ".coderecall" not in git(root, "status", "--porcelain", "--untracked-files=all")
+
+
+def test_status_before_and_after_indexing(project: Path) -> None:
+    with CodeIndex(project) as index:
+        before = index.status()
+        assert not before.exists
+        assert (before.files, before.chunks, before.generation) == (0, 0, 0)
+        assert before.last_report is None
+        assert not index.index_dir.exists(), "status must not create an index"
+
+        report = index.index()
+        after = index.status()
+    assert after.exists
+    assert after.root == project
+    assert after.index_dir == project / ".git" / "coderecall"
+    assert after.generation == report.generation
+    assert after.files == SAMPLE_FILES
+    assert after.file_versions == SAMPLE_FILES
+    assert after.chunks >= report.chunks_added > 0
+    assert after.symbols == report.symbols_added
+    assert after.languages["python"] == 4
+    assert {"javascript", "rust", "go", "markdown"} <= set(after.languages)
+    assert sum(after.languages.values()) == SAMPLE_FILES
+    assert after.db_bytes > 0
+    assert after.lexical_bytes > 0
+    assert after.last_report == report
+    assert after.last_indexed is not None
+    assert datetime.now(timezone.utc) - after.last_indexed < timedelta(minutes=1)
+    assert after.to_dict()["last_report"] == report.to_dict()
+
+
+def test_identifier_query_finds_the_definition(index: CodeIndex) -> None:
+    hits = index.search("refresh_access_token")
+    assert covers(hits[0], "src/shop/auth.py", "def refresh_access_token")
+    assert hits[0].language == "python"
+    assert hits[0].content is not None
+    assert "def refresh_access_token" in hits[0].content
+
+
+@pytest.mark.parametrize(
+    ("query", "path", "definition"),
+    [
+        ("sum the prices of the items and add sales tax", "src/shop/billing.py", "def compute_"),
+        ("may a client make one more request", "server/ratelimit.go", "func (r *RateLimiter)"),
+        ("add an item to the shopping cart", "web/cart.js", "export function addItemToCart"),
+        ("parse the configuration file", "native/src/config.rs", "pub fn parse_config_file"),
+        ("nightly database backups", "docs/deployment.md", "## Backups"),
+    ],
+)
+def test_plain_words_find_the_right_chunk(
+    index: CodeIndex, query: str, path: str, definition: str
+) -> None:
+    hits = index.search(query)
+    assert covers(hits[0], path, definition), [(h.path, h.symbol) for h in hits]
+
+
+def test_language_filter(index: CodeIndex) -> None:
+    hits = index.search("request token config cart", language="go")
+    assert hits
+    assert {hit.language for hit in hits} == {"go"}
+    hits = index.search("request token config cart", language=["Python", "rust"])
+    assert {hit.language for hit in hits} == {"python", "rust"}
+    hits = index.search("request token config cart", language="py")  # aliases work too
+    assert {hit.language for hit in hits} == {"python"}
+
+
+@pytest.mark.parametrize("directory", ["src/shop", "./src/shop/", "src//shop/../shop"])
+def test_directory_filter_is_normalised(index: CodeIndex, directory: str) -> None:
+    hits = index.search("token invoice cart request", directory=directory)
+    assert hits
+    assert all(hit.path.startswith("src/shop/") for hit in hits)
+
+
+def test_directory_filter_accepts_absolute_paths_and_several(index: CodeIndex) -> None:
+    hits = index.search("token cart request", directory=[str(index.root / "web"), "server"])
+    assert {hit.path for hit in hits} == {"web/cart.js", "server/ratelimit.go"}
+    whole = index.search("token cart request", directory=".")
+    assert len({hit.path for hit in whole}) > 2
+
+
+def test_kind_filter(index: CodeIndex) -> None:
+    hits = index.search("token cart invoice", kind="class")
+    assert hits
+    assert {hit.kind for hit in hits} == {"class"}
+    assert {hit.symbol for hit in hits} >= {"TokenStore", "ShoppingCart"}
+
+
+def test_limit_per_file_and_content(project: Path) -> None:
+    with CodeIndex(project, {"per_file": 1}) as index:
+        hits = index.search("token", limit=3, with_content=False)
+    assert 0 < len(hits) <= 3
+    assert len({hit.path for hit in hits}) == len(hits)
+    assert all(hit.content is None for hit in hits)
+    assert hits[0].to_dict()["content"] is None
+
+
+def test_search_builds_a_missing_index(project: Path) -> None:
+    with CodeIndex(project) as index:
+        hits = index.search("compute_invoice_total")
+        assert covers(hits[0], "src/shop/billing.py", "def compute_invoice_total")
+        assert index.status().files == SAMPLE_FILES
+
+
+def test_reindex_without_changes_costs_only_stats(index: CodeIndex) -> None:
+    report = index.index()
+    assert report.files_seen == report.files_unchanged == SAMPLE_FILES
+    assert (report.files_parsed, report.files_removed, report.chunks_added) == (0, 0, 0)
+
+
+def test_edit_is_reindexed_alone(index: CodeIndex) -> None:
+    billing = index.root / "src" / "shop" / "billing.py"
+    billing.write_text(
+        billing.read_text().replace("compute_invoice_total", "compute_grand_total")
+        + "\n\ndef apply_discount_code(total: float, code: str) -> float:\n"
+        + '    """Take ten percent off with a valid promotion code."""\n'
+        + '    return total * 0.9 if code == "SAVE10" else total\n'
+    )
+    report = index.index()
+    assert report.files_parsed == 1
+    assert report.files_unchanged == SAMPLE_FILES - 1
+
+    hits = index.search("apply_discount_code")
+    assert hits[0].path == "src/shop/billing.py"
+    assert hits[0].content is not None
+    assert "def apply_discount_code" in hits[0].content
+    stale = index.search("compute_invoice_total")
+    assert all("compute_invoice_total" not in (hit.content or "") for hit in stale)
+    assert any(hit.symbol == "compute_grand_total" for hit in index.search("compute_grand_total"))
+
+
+def test_deleted_file_leaves_the_results(index: CodeIndex) -> None:
+    assert any(hit.path == "web/cart.js" for hit in index.search("addItemToCart"))
+    (index.root / "web" / "cart.js").unlink()
+    report = index.index()
+    assert report.files_removed == 1
+    assert report.files_seen == SAMPLE_FILES - 1
+    assert all(hit.path != "web/cart.js" for hit in index.search("addItemToCart"))
+    assert index.status().files == SAMPLE_FILES - 1
+
+
+def test_force_rereads_every_file(index: CodeIndex) -> None:
+    report = index.index(force=True)
+    assert report.files_unchanged == 0
+    assert report.files_seen == SAMPLE_FILES
+    assert report.files_parsed == 0, "unchanged content is never parsed twice"
+
+
+def test_every_skip_reason_is_reported(project: Path, tmp_path: Path) -> None:
+    (project / "assets").mkdir()
+    (project / "assets" / "logo.png").write_bytes(
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64)
+    )
+    with (project / "dump.sql").open("wb") as file:
+        file.truncate(50 * 1024 * 1024)
+    (project / "latin1.txt").write_bytes("café crème brûlée\n".encode("latin-1"))
+    (project / "debug.log").write_text("ignored by .gitignore\n")
+    (project / "alias.py").symlink_to("src/shop/auth.py")
+    (project / "web" / "vendor.min.js").write_text("function a(){return 1}\n")
+
+    with CodeIndex(project) as index:
+        report = index.index()
+    expected = {
+        "binary": "assets/logo.png",
+        "too large": "dump.sql",
+        "not valid UTF-8": "latin1.txt",
+        "ignored": "debug.log",
+        "symlink": "alias.py",
+        "no parser": "web/vendor.min.js",
+    }
+    assert report.skipped == dict.fromkeys(expected, 1)
+    assert report.skipped_examples == {reason: (path,) for reason, path in expected.items()}
+    assert report.files_parsed == SAMPLE_FILES
+    assert index.status().last_report == report
+
+
+def test_ctrl_c_cancels_without_publishing(make_repo: MakeRepo) -> None:
+    root = make_repo(large_project(), init=False)
+
+    def interrupt(done: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    with CodeIndex(root) as index:
+        with pytest.raises(KeyboardInterrupt):
+            index.index(progress=interrupt)
+        assert index.status().generation == 0
+        assert index.index().files_parsed == len(large_project())
+
+
+def test_progress_callback_ends_at_the_total(project: Path) -> None:
+    calls: list[tuple[int, int]] = []
+    with CodeIndex(project) as index:
+        index.index(progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (SAMPLE_FILES, SAMPLE_FILES)
+    assert all(0 <= done <= total for done, total in calls if total)
+    assert len(calls) == len(set(calls)), "the callback only hears about changes"
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_empty_query_is_refused(index: CodeIndex, query: str) -> None:
+    with pytest.raises(QueryError, match="empty") as caught:
+        index.search(query)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_bad_search_arguments(index: CodeIndex) -> None:
+    with pytest.raises(QueryError, match="limit"):
+        index.search("token", limit=0)
+    with pytest.raises(QueryError, match="outside the root"):
+        index.search("token", directory="../elsewhere")
+
+
+def test_unknown_language_or_kind_is_a_query_error(index: CodeIndex) -> None:
+    with pytest.raises(QueryError, match="cobol"):
+        index.search("token", language="cobol")
+    with pytest.raises(QueryError, match="gizmo"):
+        index.search("token", kind="gizmo")
+
+
+def test_root_checks(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("just notes\n")
+    with pytest.raises(RootRefusedError):
+        CodeIndex(tmp_path)
+    with CodeIndex(tmp_path, force=True) as index:
+        assert index.index().files_seen == 1
+    with pytest.raises(FileNotFoundError):
+        CodeIndex(tmp_path / "missing")
+    with pytest.raises(NotADirectoryError):
+        CodeIndex(tmp_path / "notes.txt")
+
+
+def test_config_argument(project: Path, tmp_path: Path) -> None:
+    (project / ".coderecall.toml").write_text("limit = 4\n")
+    assert CodeIndex(project).config.limit == 4
+    assert CodeIndex(project, {"limit": 2}).config.limit == 2
+    explicit = Config(index_dir=tmp_path / "elsewhere")
+    with CodeIndex(project, explicit) as index:
+        assert index.config is explicit
+        assert index.config.limit == 10, "a Config is used as is, without the project's files"
+        index.index()
+    assert (tmp_path / "elsewhere").is_dir()
+    assert not (project / ".git" / "coderecall").exists()
+
+
+def test_closed_index_reopens(index: CodeIndex) -> None:
+    index.close()
+    assert index.search("refresh_access_token")
+    assert repr(index).startswith("CodeIndex(root=")
