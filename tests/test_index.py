@@ -241,6 +241,7 @@ def test_every_skip_reason_is_reported(project: Path, tmp_path: Path) -> None:
     assert index.status().last_report == report
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_without_publishing(make_repo: MakeRepo) -> None:
     root = make_repo(large_project(), init=False)
 

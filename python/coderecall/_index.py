@@ -99,9 +99,11 @@ class CodeIndex:
         self.close()
 
     def close(self) -> None:
-        """Release the index; the object reopens it if used again."""
+        """Release the index files; the object reopens them if used again."""
         with self._lock:
-            self._native = None
+            native, self._native = self._native, None
+        if native is not None:
+            native.close()
 
     def index(
         self, force: bool = False, progress: bool | ProgressCallback | None = None
@@ -117,16 +119,17 @@ class CodeIndex:
         native = self._open()
         collection = collect(self._root, self._config)
         view = native.file_stats()
-        known = {} if force else view
-        changed = [
-            (path, mtime_ns, size)
-            for path, (mtime_ns, size) in collection.files.items()
-            if known.get(path) != (mtime_ns, size)
-        ]
+        changed: list[tuple[str, int, int]] = []
+        skipped = {reason: list(paths) for reason, paths in collection.skipped.items()}
+        for path, (mtime_ns, size) in collection.files.items():
+            known = None if force else view.get(path)
+            if known is None or known[:2] != (mtime_ns, size):
+                changed.append((path, mtime_ns, size))
+            elif known[2] is not None:
+                # Skipped for its content last time and unchanged since: not read again.
+                skipped.setdefault(known[2], []).append(path)
         removed = [path for path in view if path not in collection.files]
         stats = self._update(native, changed, removed, progress)
-
-        skipped = {reason: list(paths) for reason, paths in collection.skipped.items()}
         for path, reason in stats["skipped"]:
             skipped.setdefault(reason, []).append(path)
         report = IndexReport(

@@ -7,6 +7,8 @@ released; searches return plain dicts that the Python facade turns into frozen d
 from collections.abc import Sequence
 from typing import Final, TypedDict, final
 
+from typing_extensions import Self
+
 __version__: Final[str]
 SCHEMA_VERSION: Final[int]
 
@@ -67,9 +69,17 @@ class NativeIndex:
     Thread-safe: searches run concurrently; updates are serialised.
     """
 
-    def __init__(self, index_dir: str) -> None: ...
-    def file_stats(self) -> dict[str, tuple[int, int]]:
-        """The current view as ``path -> (mtime_ns, size)``, for stat-based deltas."""
+    def __new__(cls, index_dir: str) -> Self: ...
+    def close(self) -> None:
+        """Release the database handles once running calls finish; later calls raise
+        ``StoreError``."""
+
+    def file_stats(self) -> dict[str, tuple[int, int, str | None]]:
+        """The view as ``path -> (mtime_ns, size, skip reason)``, for stat-based deltas.
+
+        Indexed files have no reason. Files skipped for their content (binary, not valid
+        UTF-8, no parser) are remembered with their reason until their stat changes.
+        """
 
     def update(
         self,
@@ -85,7 +95,8 @@ class NativeIndex:
         """
 
     def progress(self) -> tuple[int, int]:
-        """``(done, total)`` files of the running update; safe to poll from another thread."""
+        """``(done, total)`` files of the running (or last) update; safe to poll from
+        another thread."""
 
     def cancel(self) -> None:
         """Ask the running update to stop; it raises ``CancelledError`` and publishes nothing."""

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::hash::content_hash;
 use crate::lang::{Language, module_path};
 use crate::rank::{Candidate, Query, QueryClass, Weights, diversify, score};
-use crate::store::{DEFAULT_VIEW, FileVersion, StoredChunk, Store, ViewEntry, ViewUpdate};
+use crate::store::{Changes, DEFAULT_VIEW, FileVersion, SkippedFile, Store, StoredChunk, ViewEntry, ViewUpdate};
 
 pub const DB_FILE: &str = "index.db";
 pub const LEXICAL_FILE: &str = "lexical.bin";
@@ -43,6 +43,13 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
+    /// Reasons that depend only on a file's content: remembered by stat so an unchanged file
+    /// is neither read again nor forgotten in reports.
+    #[must_use]
+    pub fn is_sticky(self) -> bool {
+        matches!(self, SkipReason::Binary | SkipReason::InvalidUtf8 | SkipReason::NoParser)
+    }
+
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
@@ -382,10 +389,17 @@ impl Engine {
         }
     }
 
-    /// The view as `(path, mtime_ns, size)`, for the caller's stat-based delta.
-    pub fn file_stats(&self) -> Result<Vec<(String, i64, i64)>> {
-        let view = Self::lock(&self.reader).view(DEFAULT_VIEW)?;
-        Ok(view.into_iter().map(|e| (e.path, e.mtime_ns, e.size)).collect())
+    /// The view as `(path, mtime_ns, size, skip reason)`, for the caller's stat-based delta:
+    /// indexed files have no reason; remembered skips have theirs.
+    pub fn file_stats(&self) -> Result<Vec<(String, i64, i64, Option<String>)>> {
+        let reader = Self::lock(&self.reader);
+        let view = reader.view(DEFAULT_VIEW)?;
+        let skipped = reader.skipped(DEFAULT_VIEW)?;
+        Ok(view
+            .into_iter()
+            .map(|e| (e.path, e.mtime_ns, e.size, None))
+            .chain(skipped.into_iter().map(|s| (s.path, s.mtime_ns, s.size, Some(s.reason))))
+            .collect())
     }
 
     pub fn get_meta(&self, key: &str) -> Result<Option<String>> {
@@ -422,6 +436,7 @@ impl Engine {
             .collect();
         self.check_cancel()?;
         let mut ok: Vec<Read_> = Vec::with_capacity(reads.len());
+        let stat_of: HashMap<&str, &FileInput> = files.iter().map(|f| (f.path.as_str(), f)).collect();
         for r in reads {
             match r {
                 Ok(read) => ok.push(read),
@@ -482,15 +497,38 @@ impl Engine {
         }
         // Paths whose content was known or shared with another path of this batch.
         stats.files_reused = (upserts.len() - versions.len()) as u64;
+        let remembered: Vec<SkippedFile> = stats
+            .skipped
+            .iter()
+            .filter(|(_, reason)| reason.is_sticky())
+            .filter_map(|(path, reason)| {
+                let f = stat_of.get(path.as_str())?;
+                Some(SkippedFile {
+                    path: path.clone(),
+                    mtime_ns: f.mtime_ns,
+                    size: f.size,
+                    reason: reason.name().to_owned(),
+                })
+            })
+            .collect();
         // Whatever was skipped this time must not linger in the view with old content.
         let mut to_remove: Vec<String> = removed.to_vec();
-        to_remove.extend(stats.skipped.iter().map(|(p, _)| p.clone()));
+        to_remove.extend(stats.skipped.iter().filter(|(_, r)| !r.is_sticky()).map(|(p, _)| p.clone()));
         let generation = {
             let mut writer = Self::lock(&self.writer);
             let in_view: HashSet<String> = writer.view(DEFAULT_VIEW)?.into_iter().map(|e| e.path).collect();
-            to_remove.retain(|p| in_view.contains(p));
-            stats.files_removed = to_remove.len() as u64;
-            writer.publish(DEFAULT_VIEW, &versions, &upserts, &to_remove, || self.check_cancel())?
+            stats.files_removed = to_remove
+                .iter()
+                .chain(remembered.iter().map(|s| &s.path))
+                .filter(|p| in_view.contains(*p))
+                .count() as u64;
+            let changes = Changes {
+                versions: &versions,
+                upserts: &upserts,
+                removed: &to_remove,
+                skipped: &remembered,
+            };
+            writer.publish(DEFAULT_VIEW, &changes, || self.check_cancel())?
         };
         stats.generation = generation;
         let fresh: HashMap<i64, &FileVersion> = versions.iter().map(|v| (v.hash, v)).collect();
@@ -711,18 +749,24 @@ fn read_file(root: &Path, f: &FileInput, max_file_bytes: u64) -> std::result::Re
     if meta.len() > max_file_bytes {
         return skip(SkipReason::TooLarge);
     }
+    // Look at the head first: binary files (often the largest) are rejected after 8 KB.
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    let read = fs::File::open(&full).and_then(|file| file.take(max_file_bytes + 1).read_to_end(&mut bytes));
+    let read = fs::File::open(&full).and_then(|mut file| {
+        (&mut file).take(BINARY_SNIFF_BYTES as u64).read_to_end(&mut bytes)?;
+        if bytes.contains(&0) {
+            return Ok(true);
+        }
+        file.take(max_file_bytes + 1 - bytes.len() as u64).read_to_end(&mut bytes)?;
+        Ok(false)
+    });
     match read {
-        Ok(_) => {}
+        Ok(true) => return skip(SkipReason::Binary),
+        Ok(false) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return skip(SkipReason::Deleted),
         Err(_) => return skip(SkipReason::Unreadable),
     }
     if bytes.len() as u64 > max_file_bytes {
         return skip(SkipReason::TooLarge); // grew after the stat
-    }
-    if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
-        return skip(SkipReason::Binary);
     }
     let head = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
     if Language::detect(&f.path, head).is_none() {
@@ -942,14 +986,20 @@ def slugify(text):
         assert_eq!(reasons["latin1.py"], "not valid UTF-8");
         assert_eq!(reasons["app.min.js"], "no parser");
         assert_eq!(reasons["gone.py"], "deleted");
-        assert_eq!(engine.file_stats().unwrap().len(), 1);
+        let stats_now = engine.file_stats().unwrap();
+        let remembered: HashMap<&str, Option<&str>> = stats_now.iter().map(|(p, _, _, r)| (p.as_str(), r.as_deref())).collect();
+        assert_eq!(remembered["ok.py"], None);
+        assert_eq!(remembered["bin.dat"], Some("binary"));
+        assert_eq!(remembered["latin1.py"], Some("not valid UTF-8"));
+        assert_eq!(remembered["app.min.js"], Some("no parser"));
+        assert!(!remembered.contains_key("big.py") && !remembered.contains_key("gone.py"), "only content-based skips are remembered");
         // A file indexed before and unreadable now leaves the view.
         let stats = engine.update(repo.root.path(), &repo.inputs(&["ok.py"]), &[], 1 << 20).unwrap();
         assert_eq!(stats.files_reused, 1);
         fs::write(repo.root.path().join("ok.py"), b"\xff\xfe bad").unwrap();
         let stats = engine.update(repo.root.path(), &repo.inputs(&["ok.py"]), &[], 1 << 20).unwrap();
         assert_eq!(stats.files_removed, 1);
-        assert!(engine.file_stats().unwrap().is_empty());
+        assert!(engine.file_stats().unwrap().iter().all(|(_, _, _, reason)| reason.is_some()));
     }
 
     #[test]

@@ -420,8 +420,10 @@ impl Language {
 /// (`pkg/mod/__init__.py` -> `pkg.mod`, `src/store/mod.rs` -> `store`).
 ///
 /// `path` is repo-relative with `/` separators (a leading `./` is ignored). Rules:
-/// - **Python**: strip the extension, a leading `src/` or `lib/` component and a trailing
-///   `__init__`; join with `.` (`src/pkg/io/__init__.py` -> `pkg.io`).
+/// - **Python**: strip the extension, a leading `src/`, `lib/` or `python/` component (the
+///   source roots of the src layout and of maturin's mixed Rust/Python layout) and a trailing
+///   `__init__`; join with `.` (`src/pkg/io/__init__.py` -> `pkg.io`,
+///   `python/pkg/core.py` -> `pkg.core`).
 /// - **Rust**: strip the extension; if a directory named `src` appears, keep only what follows
 ///   the last one; drop a trailing `mod`, `lib` or `main`; join with `::`
 ///   (`native/core/src/store/mod.rs` -> `store`, `src/lib.rs` -> ``).
@@ -451,7 +453,7 @@ pub fn module_path(path: &str, lang: Language) -> String {
 
     match lang {
         Language::Python => {
-            if dirs > 0 && matches!(parts.first(), Some(&("src" | "lib"))) {
+            if dirs > 0 && matches!(parts.first(), Some(&("src" | "lib" | "python"))) {
                 parts.remove(0);
             }
             if parts.last() == Some(&"__init__") {
@@ -672,6 +674,20 @@ mod tests {
         assert_eq!(module_path("app/src/x.pyi", py), "app.src.x");
         assert_eq!(module_path("lib.py", py), "lib");
         assert_eq!(module_path("./tools/run.py", py), "tools.run");
+    }
+
+    #[test]
+    fn module_path_python_strips_the_maturin_source_root() {
+        let py = Language::Python;
+        // maturin's mixed layout: `python/<package>/...` next to the Rust crate.
+        assert_eq!(module_path("python/coderecall/__init__.py", py), "coderecall");
+        assert_eq!(module_path("python/coderecall/cli.py", py), "coderecall.cli");
+        assert_eq!(module_path("./python/pkg/sub/mod.pyi", py), "pkg.sub.mod");
+        // Only a leading directory is a source root; a module named `python` is kept.
+        assert_eq!(module_path("python.py", py), "python");
+        assert_eq!(module_path("tools/python/run.py", py), "tools.python.run");
+        // Other languages keep `python/`.
+        assert_eq!(module_path("python/run.sh", Language::Bash), "python.run");
     }
 
     #[test]

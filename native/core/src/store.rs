@@ -73,6 +73,16 @@ const MIGRATIONS: &[&str] = &[
         UNIQUE (view_id, path)
     );
     CREATE INDEX view_files_by_hash ON view_files(file_hash);
+    -- Files of the view that cannot be indexed, remembered by stat so that unchanged ones
+    -- are neither re-read nor forgotten in reports.
+    CREATE TABLE skipped_files (
+        view_id  INTEGER NOT NULL REFERENCES views(id) ON DELETE CASCADE,
+        path     TEXT    NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        size     INTEGER NOT NULL,
+        reason   TEXT    NOT NULL,
+        PRIMARY KEY (view_id, path)
+    ) WITHOUT ROWID;
     INSERT INTO views (id, name) VALUES (1, 'worktree');
     INSERT INTO meta (key, value) VALUES ('generation', '0');
     ",
@@ -129,6 +139,25 @@ pub struct ViewUpdate {
     pub file_hash: i64,
     pub mtime_ns: i64,
     pub size: i64,
+}
+
+/// A file of the view that cannot be indexed, with the stat it had.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedFile {
+    pub path: String,
+    pub mtime_ns: i64,
+    pub size: i64,
+    pub reason: String,
+}
+
+/// What one publication changes in a view.
+#[derive(Debug, Default)]
+pub struct Changes<'a> {
+    pub versions: &'a [FileVersion],
+    pub upserts: &'a [ViewUpdate],
+    pub removed: &'a [String],
+    /// Paths to remember as skipped (they leave the indexed view if they were in it).
+    pub skipped: &'a [SkippedFile],
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -288,6 +317,22 @@ impl Store {
         })
     }
 
+    /// Files of the view remembered as skipped.
+    pub fn skipped(&self, view_id: i64) -> Result<Vec<SkippedFile>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT path, mtime_ns, size, reason FROM skipped_files WHERE view_id = ?1",
+        )?;
+        let rows = stmt.query_map([view_id], |r| {
+            Ok(SkippedFile {
+                path: r.get(0)?,
+                mtime_ns: r.get(1)?,
+                size: r.get(2)?,
+                reason: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// Which of `hashes` are stored file versions.
     pub fn known_hashes(&self, hashes: &[i64]) -> Result<HashSet<i64>> {
         let mut stmt = self.conn.prepare_cached("SELECT 1 FROM files WHERE hash = ?1")?;
@@ -351,18 +396,12 @@ impl Store {
             .optional()?)
     }
 
-    /// Publishes a new state of `view_id` in one transaction: stores `versions`, points
-    /// `upserts` at their hashes, drops `removed` paths, collects old orphans and bumps the
-    /// generation. Returns the new generation. `check` runs before the commit; an error from
-    /// it (cancellation) rolls everything back.
-    pub fn publish(
-        &mut self,
-        view_id: i64,
-        versions: &[FileVersion],
-        upserts: &[ViewUpdate],
-        removed: &[String],
-        check: impl Fn() -> Result<()>,
-    ) -> Result<u64> {
+    /// Publishes a new state of `view_id` in one transaction: stores new file versions,
+    /// points paths at their hashes, drops removed and skipped paths, collects old orphans
+    /// and bumps the generation. Returns the new generation. `check` runs before the commit;
+    /// an error from it (cancellation) rolls everything back.
+    pub fn publish(&mut self, view_id: i64, changes: &Changes<'_>, check: impl Fn() -> Result<()>) -> Result<u64> {
+        let Changes { versions, upserts, removed, skipped } = *changes;
         let now = unix_now();
         let tx = self
             .conn
@@ -423,6 +462,12 @@ impl Store {
             )?;
             let mut delete =
                 tx.prepare_cached("DELETE FROM view_files WHERE view_id = ?1 AND path = ?2")?;
+            let mut forget_skip =
+                tx.prepare_cached("DELETE FROM skipped_files WHERE view_id = ?1 AND path = ?2")?;
+            let mut remember_skip = tx.prepare_cached(
+                "INSERT OR REPLACE INTO skipped_files (view_id, path, mtime_ns, size, reason)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
             let mut maybe_orphaned: Vec<i64> = Vec::new();
             for u in upserts {
                 if let Some(old) = old_hash
@@ -433,8 +478,10 @@ impl Store {
                     maybe_orphaned.push(old);
                 }
                 upsert.execute(params![view_id, u.path, u.file_hash, u.mtime_ns, u.size])?;
+                forget_skip.execute(params![view_id, u.path])?;
             }
-            for path in removed {
+            let skipped_paths = skipped.iter().map(|s| &s.path);
+            for path in removed.iter().chain(skipped_paths) {
                 if let Some(old) = old_hash
                     .query_row(params![view_id, path], |r| r.get::<_, i64>(0))
                     .optional()?
@@ -442,6 +489,10 @@ impl Store {
                     maybe_orphaned.push(old);
                 }
                 delete.execute(params![view_id, path])?;
+                forget_skip.execute(params![view_id, path])?;
+            }
+            for s in skipped {
+                remember_skip.execute(params![view_id, s.path, s.mtime_ns, s.size, s.reason])?;
             }
             let mut orphan = tx.prepare_cached(
                 "UPDATE files SET orphaned_at = ?2 WHERE hash = ?1 AND orphaned_at IS NULL
@@ -532,12 +583,21 @@ mod tests {
         }
     }
 
-    fn upsert(path: &str, v: &FileVersion) -> ViewUpdate {
-        ViewUpdate {
+    fn upsert(path: &str, v: &FileVersion) -> [ViewUpdate; 1] {
+        [ViewUpdate {
             path: path.into(),
             file_hash: v.hash,
             mtime_ns: 1,
             size: 1,
+        }]
+    }
+
+    fn changes<'a>(v: &'a FileVersion, upserts: &'a [ViewUpdate], removed: &'a [String]) -> Changes<'a> {
+        Changes {
+            versions: std::slice::from_ref(v),
+            upserts,
+            removed,
+            skipped: &[],
         }
     }
 
@@ -592,14 +652,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("index.db")).unwrap();
         let a = version("alpha beta gamma\n");
-        let generation = store
-            .publish(DEFAULT_VIEW, std::slice::from_ref(&a), &[upsert("a.txt", &a)], &[], || Ok(()))
-            .unwrap();
+        let generation = store.publish(DEFAULT_VIEW, &changes(&a, &upsert("a.txt", &a), &[]), || Ok(())).unwrap();
         assert_eq!(generation, 1);
         let b = version("delta\n");
-        let failed = store.publish(DEFAULT_VIEW, std::slice::from_ref(&b), &[upsert("b.txt", &b)], &["a.txt".into()], || {
-            Err(Error::Cancelled)
-        });
+        let removed = ["a.txt".to_owned()];
+        let failed = store.publish(DEFAULT_VIEW, &changes(&b, &upsert("b.txt", &b), &removed), || Err(Error::Cancelled));
         assert!(matches!(failed, Err(Error::Cancelled)));
         let view = store.view(DEFAULT_VIEW).unwrap();
         assert_eq!(view.len(), 1);
@@ -613,10 +670,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("index.db")).unwrap();
         let a = version("first version\n");
-        store.publish(DEFAULT_VIEW, std::slice::from_ref(&a), &[upsert("f.txt", &a)], &[], || Ok(())).unwrap();
+        store.publish(DEFAULT_VIEW, &changes(&a, &upsert("f.txt", &a), &[]), || Ok(())).unwrap();
         let id = store.view(DEFAULT_VIEW).unwrap()[0].path_id;
         let b = version("second version\n");
-        store.publish(DEFAULT_VIEW, std::slice::from_ref(&b), &[upsert("f.txt", &b)], &[], || Ok(())).unwrap();
+        store.publish(DEFAULT_VIEW, &changes(&b, &upsert("f.txt", &b), &[]), || Ok(())).unwrap();
         let view = store.view(DEFAULT_VIEW).unwrap();
         assert_eq!(view[0].path_id, id);
         assert_eq!(view[0].file_hash, b.hash);

@@ -52,7 +52,9 @@ fn every_definitions_query_compiles() {
             failures.push(format!("{name}: the query has no patterns"));
         }
         for capture in query.capture_names() {
+            // `@receiver`: the type a method is declared on outside its body (Go).
             let known = *capture == "name"
+                || *capture == "receiver"
                 || capture
                     .strip_prefix("definition.")
                     .is_some_and(|kind| KINDS.contains(&kind));
@@ -665,6 +667,17 @@ fn snippets_beyond_the_fixtures() {
             ("type", "Pair", 1),
             ("class", "Outer", 3),
             ("class", "Inner", 4),
+        ],
+    );
+    // Go methods on pointer, generic and parenthesized receivers are all found.
+    check_snippet(
+        Language::Go,
+        "package box\n\nfunc (b *Box[T]) Get() T { return b.v }\nfunc (b Box[K, V]) Put() {}\nfunc (Box) Len() int { return 0 }\nfunc (b (*Box)) Reset() {}\n",
+        &[
+            ("method", "Get", 3),
+            ("method", "Put", 4),
+            ("method", "Len", 5),
+            ("method", "Reset", 6),
         ],
     );
     // CommonJS exports and class expressions bound to a name.

@@ -4,6 +4,7 @@
 //! one place where core errors become Python exceptions.
 
 use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
 
 use coderecall_core::chunk::ChunkKind;
 use coderecall_core::engine::{Engine, FileInput, Hit, SearchRequest, Status, UpdateStats};
@@ -60,7 +61,19 @@ fn parse_names<T>(
 /// A handle on one index directory. Thread-safe: searches run concurrently, updates serialise.
 #[pyclass(frozen, module = "coderecall._native")]
 struct NativeIndex {
-    engine: Engine,
+    /// Shared with running calls, so `close` never pulls the engine from under one of them;
+    /// the files are released when the last call returns.
+    engine: RwLock<Option<Arc<Engine>>>,
+}
+
+impl NativeIndex {
+    fn engine(&self) -> PyResult<Arc<Engine>> {
+        self.engine
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| StoreError::new_err("the index is closed"))
+    }
 }
 
 #[pymethods]
@@ -68,14 +81,24 @@ impl NativeIndex {
     #[new]
     fn new(py: Python<'_>, index_dir: PathBuf) -> PyResult<Self> {
         let engine = py.detach(|| Engine::open(&index_dir)).map_err(to_py)?;
-        Ok(NativeIndex { engine })
+        Ok(NativeIndex {
+            engine: RwLock::new(Some(Arc::new(engine))),
+        })
+    }
+
+    fn close(&self) {
+        self.engine
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
     }
 
     fn file_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let stats = py.detach(|| self.engine.file_stats()).map_err(to_py)?;
+        let engine = self.engine()?;
+        let stats = py.detach(|| engine.file_stats()).map_err(to_py)?;
         let out = PyDict::new(py);
-        for (path, mtime_ns, size) in stats {
-            out.set_item(path, (mtime_ns, size))?;
+        for (path, mtime_ns, size, reason) in stats {
+            out.set_item(path, (mtime_ns, size, reason))?;
         }
         Ok(out)
     }
@@ -92,18 +115,20 @@ impl NativeIndex {
             .into_iter()
             .map(|(path, mtime_ns, size)| FileInput { path, mtime_ns, size })
             .collect();
+        let engine = self.engine()?;
         let stats = py
-            .detach(|| self.engine.update(&root, &files, &removed, max_file_bytes))
+            .detach(|| engine.update(&root, &files, &removed, max_file_bytes))
             .map_err(to_py)?;
         update_dict(py, &stats)
     }
 
-    fn progress(&self) -> (usize, usize) {
-        self.engine.progress()
+    fn progress(&self) -> PyResult<(usize, usize)> {
+        Ok(self.engine()?.progress())
     }
 
-    fn cancel(&self) {
-        self.engine.cancel();
+    fn cancel(&self) -> PyResult<()> {
+        self.engine()?.cancel();
+        Ok(())
     }
 
     #[pyo3(signature = (query, limit=10, languages=None, directories=None, kinds=None, per_file=2, with_content=false))]
@@ -132,7 +157,8 @@ impl NativeIndex {
             per_file,
             with_content,
         };
-        let hits = py.detach(|| self.engine.search(&request)).map_err(to_py)?;
+        let engine = self.engine()?;
+        let hits = py.detach(|| engine.search(&request)).map_err(to_py)?;
         let out = PyList::empty(py);
         for hit in &hits {
             out.append(hit_dict(py, hit)?)?;
@@ -141,16 +167,19 @@ impl NativeIndex {
     }
 
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let status = py.detach(|| self.engine.status()).map_err(to_py)?;
+        let engine = self.engine()?;
+        let status = py.detach(|| engine.status()).map_err(to_py)?;
         status_dict(py, &status)
     }
 
     fn get_meta(&self, py: Python<'_>, key: &str) -> PyResult<Option<String>> {
-        py.detach(|| self.engine.get_meta(key)).map_err(to_py)
+        let engine = self.engine()?;
+        py.detach(|| engine.get_meta(key)).map_err(to_py)
     }
 
     fn set_meta(&self, py: Python<'_>, key: &str, value: &str) -> PyResult<()> {
-        py.detach(|| self.engine.set_meta(key, value)).map_err(to_py)
+        let engine = self.engine()?;
+        py.detach(|| engine.set_meta(key, value)).map_err(to_py)
     }
 }
 

@@ -5,7 +5,30 @@
 (function_declaration
   name: (identifier) @name) @definition.function
 
+; Methods: `@receiver` is the receiver's type name, which the chunker uses as the parent of the
+; method's path (`func (g *Greeter) Speak()` -> `Greeter.Speak`, `func (b Box[T]) Get()` ->
+; `Box.Get`).
 (method_declaration
+  receiver: (parameter_list
+    (parameter_declaration
+      type: [
+        (type_identifier) @receiver
+        (generic_type
+          type: (type_identifier) @receiver)
+        (pointer_type
+          [
+            (type_identifier) @receiver
+            (generic_type
+              type: (type_identifier) @receiver)
+          ])
+      ]))
+  name: (field_identifier) @name) @definition.method
+
+; Parenthesized receiver types (`func (g (*Greeter)) Speak()`, legal but rare) keep the bare name.
+(method_declaration
+  receiver: (parameter_list
+    (parameter_declaration
+      type: (parenthesized_type)))
   name: (field_identifier) @name) @definition.method
 
 ; Types, by what they define.
