@@ -34,6 +34,8 @@ pub const PARSE_TIMEOUT: Duration = Duration::from_secs(3);
 const MATCH_LIMIT: u32 = 1 << 16;
 /// Context lines are capped so deeply nested or very long signatures cannot bloat every chunk.
 const CONTEXT_LINE_CHARS: usize = 200;
+/// Glue this small (a closing brace, a bare header) never stands alone.
+const LONE_TOKENS: usize = 8;
 
 /// What a chunk holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -245,7 +247,7 @@ pub fn chunk_file(source: &str, lang: Language) -> FileChunks {
             None => out.windows(0, lines.len(), ChunkKind::Text, "", "", ""),
         },
     }
-    let chunks = merge_small(out.chunks);
+    let chunks = merge_small(&lines, out.chunks);
     FileChunks {
         chunks: chunks.into_iter().map(|c| c.finish(&lines, separator(lang))).collect(),
         symbols: out.symbols,
@@ -449,7 +451,10 @@ fn definitions(tree: &tree_sitter::Tree, query: &tree_sitter::Query, source: &st
         // The signature line, past decorators, annotations and template headers.
         let def_row = name.start_position().row.max(node.start_position().row);
         let lo = leading_row(node, lines);
-        let hi = (node.end_position().row + 1).min(lines.len());
+        let mut hi = (last_row(node) + 1).min(lines.len());
+        while hi > lo + 1 && lines.is_blank(hi - 1) {
+            hi -= 1;
+        }
         if lo >= hi {
             continue;
         }
@@ -492,19 +497,30 @@ fn leading_row(node: Node<'_>, lines: &Lines<'_>) -> usize {
             || kind.contains("attribute")
             || kind.contains("annotation")
             || kind == "decorator";
-        let end_row = sib.end_position().row;
+        let end_row = last_row(sib);
         // The sibling must end on the line right above (or on the same line as) the current start.
         if !attached || end_row + 1 < lo || (end_row < lo && lines.is_blank(end_row + 1)) {
             break;
         }
         // A trailing comment on the previous statement's line belongs to that statement.
-        if sib.prev_sibling().is_some_and(|p| p.end_position().row == sib.start_position().row) {
+        if sib.prev_sibling().is_some_and(|p| last_row(p) == sib.start_position().row) {
             break;
         }
         lo = sib.start_position().row;
         prev = sib.prev_sibling();
     }
     lo
+}
+
+/// Last row a node covers: a node ending at column 0 (one that includes its line's newline,
+/// like a line comment or a preprocessor line) ends on the row before.
+fn last_row(node: Node<'_>) -> usize {
+    let end = node.end_position();
+    if end.column == 0 && end.row > node.start_position().row {
+        end.row - 1
+    } else {
+        end.row
+    }
 }
 
 fn context_line(line: &str) -> String {
@@ -581,6 +597,8 @@ fn close_top(stack: &mut Vec<(Def, usize, usize)>, roots: &mut Vec<Def>) {
 #[derive(Clone)]
 struct Scope {
     local_path: String,
+    /// Identity of the scope for merging: sibling definitions may share a local path.
+    id: String,
     context: String,
     /// Context for glue inside this scope: the outer context, since the glue of a split
     /// definition (its header, fields, closing lines) contains the header line itself.
@@ -593,6 +611,7 @@ impl Scope {
     fn root() -> Self {
         Scope {
             local_path: String::new(),
+            id: String::new(),
             context: String::new(),
             gap_context: String::new(),
             kind: ChunkKind::Code,
@@ -613,6 +632,8 @@ struct Pending {
     tokens: usize,
     /// Glue between definitions (headers, fields, closing lines) rather than a unit.
     glue: bool,
+    /// Holds the header of a split container: it names whatever merges into it.
+    head: bool,
     /// Local path of the enclosing definition; only chunks of one scope merge.
     scope: String,
 }
@@ -654,13 +675,21 @@ impl<'l, 'a> Emitter<'l, 'a> {
 
     /// Emits rows `lo..hi` of a scope: its definitions and the glue between them.
     fn range(&mut self, defs: &[Def], lo: usize, hi: usize, scope: &Scope) {
-        let outer = std::mem::replace(&mut self.scope, scope.local_path.clone());
+        let outer = std::mem::replace(&mut self.scope, scope.id.clone());
         let mut cursor = lo;
+        let mut first = !scope.local_path.is_empty();
         for def in defs {
             if def.hi <= cursor {
                 continue; // shares a line with a previous unit that already covers it
             }
+            let before = self.chunks.len();
             self.gap(cursor, def.lo.max(cursor), scope);
+            if first && self.chunks.len() > before
+                && let Some(last) = self.chunks.last_mut()
+            {
+                last.head = true;
+            }
+            first = false;
             self.def(def, def.lo.max(cursor), scope);
             cursor = def.hi;
         }
@@ -689,6 +718,7 @@ impl<'l, 'a> Emitter<'l, 'a> {
         }
         context.push_str(&def.header);
         let inner = Scope {
+            id: format!("{}/{lo}", scope.id),
             local_path,
             context,
             gap_context: scope.context.clone(),
@@ -739,6 +769,10 @@ impl<'l, 'a> Emitter<'l, 'a> {
         names: Vec<String>,
         context: &str,
     ) {
+        let mut hi = hi;
+        while hi > lo + 1 && self.lines.is_blank(hi - 1) {
+            hi -= 1;
+        }
         self.chunks.push(Pending {
             lo,
             hi,
@@ -749,6 +783,7 @@ impl<'l, 'a> Emitter<'l, 'a> {
             context: context.to_owned(),
             tokens: self.lines.tokens(lo, hi),
             glue: false,
+            head: false,
             scope: self.scope.clone(),
         });
     }
@@ -797,20 +832,47 @@ fn collect_names(def: &Def) -> Vec<String> {
 
 /// Merges runs of small neighbouring chunks of the same scope, as long as the result stays
 /// within [`MERGE_MAX_TOKENS`].
-fn merge_small(chunks: Vec<Pending>) -> Vec<Pending> {
+/// Whether rows `lo..hi` only close blocks (`}`, `};`, `end`, ...), trailing comments aside.
+fn closing_only(lines: &Lines<'_>, lo: usize, hi: usize) -> bool {
+    (lo..hi).all(|r| {
+        let line = lines.line(r);
+        let line = line.split("//").next().unwrap_or(line).trim();
+        line.chars().all(|ch| matches!(ch, '}' | ')' | ']' | ';'))
+            || matches!(line, "end" | "fi" | "done" | "esac")
+    })
+}
+
+fn merge_small(lines: &Lines<'_>, chunks: Vec<Pending>) -> Vec<Pending> {
     let mut out: Vec<Pending> = Vec::with_capacity(chunks.len());
     for c in chunks {
         if let Some(prev) = out.last_mut() {
             let small = prev.tokens < MIN_TOKENS || c.tokens < MIN_TOKENS;
             let fits = prev.tokens + c.tokens <= MERGE_MAX_TOKENS;
             let adjacent = c.lo >= prev.hi;
-            if small && fits && adjacent && prev.scope == c.scope {
+            let normal = small && fits && adjacent && prev.scope == c.scope;
+            // A lone brace or bare header joins its neighbour, across one level of nesting and
+            // past the merge budget: it is not worth a hit of its own.
+            let lone = |p: &Pending| p.glue && p.tokens <= LONE_TOKENS;
+            let nested = |a: &str, b: &str| a == b || b.starts_with(&format!("{a}/"));
+            let rescue = adjacent
+                && prev.tokens + c.tokens <= MAX_TOKENS
+                && ((lone(&c)
+                    && closing_only(lines, c.lo, c.hi)
+                    && nested(&c.scope, &prev.scope))
+                    || (lone(prev) && prev.head && nested(&prev.scope, &c.scope)));
+            if normal || rescue {
                 // A container's header names the members merged into it; a closing tail or
                 // anonymous top-level glue defers to the unit; between equals, the larger.
-                let prev_wins = match (prev.glue, c.glue) {
-                    (true, false) => !prev.symbol.is_empty(),
-                    (false, true) => true,
-                    _ => prev.tokens >= c.tokens,
+                // A lone brace or bare header never names the unit it joins.
+                let prev_wins = if !normal {
+                    !lone(prev)
+                } else {
+                    prev.head
+                        || match (prev.glue, c.glue) {
+                            (true, false) => !prev.symbol.is_empty(),
+                            (false, true) => true,
+                            _ => prev.tokens >= c.tokens,
+                        }
                 };
                 prev.hi = c.hi;
                 prev.tokens += c.tokens;
@@ -824,6 +886,8 @@ fn merge_small(chunks: Vec<Pending>) -> Vec<Pending> {
                     prev.symbol = c.symbol;
                     prev.local_path = c.local_path;
                     prev.context = c.context;
+                    prev.scope = c.scope;
+                    prev.head = c.head;
                 }
                 prev.glue &= c.glue;
                 continue;
@@ -839,7 +903,15 @@ fn merge_small(chunks: Vec<Pending>) -> Vec<Pending> {
 fn markdown_sections(lines: &Lines<'_>, out: &mut Emitter<'_, '_>) {
     let mut headings: Vec<(usize, usize, String)> = Vec::new(); // (row, level, title)
     let mut fence: Option<&str> = None;
-    for row in 0..lines.len() {
+    // YAML front matter: `---` on the first line up to the next `---` or `...`.
+    let body = if lines.len() > 1 && lines.line(0).trim_end() == "---" {
+        (1..lines.len())
+            .find(|&r| matches!(lines.line(r).trim_end(), "---" | "..."))
+            .map_or(0, |r| r + 1)
+    } else {
+        0
+    };
+    for row in body..lines.len() {
         let line = lines.line(row);
         let trimmed = line.trim_start();
         if let Some(open) = fence {
@@ -904,9 +976,14 @@ fn markdown_sections(lines: &Lines<'_>, out: &mut Emitter<'_, '_>) {
             kind: ChunkKind::Section,
             local_path: local_path.replace('\u{0}', separator(Language::Markdown)),
             start_line: row_to_line(*row),
-            end_line: row_to_line(end.saturating_sub(1).max(*row)),
+            end_line: row_to_line(last_filled(lines, *row, end)),
         });
     }
+}
+
+/// Last non-blank row of `lo..hi` (`lo` if all are blank).
+fn last_filled(lines: &Lines<'_>, lo: usize, hi: usize) -> usize {
+    (lo..hi).rev().find(|&r| !lines.is_blank(r)).unwrap_or(lo)
 }
 
 #[cfg(test)]

@@ -680,8 +680,14 @@ mod tests {
     fn module_path_python_strips_the_maturin_source_root() {
         let py = Language::Python;
         // maturin's mixed layout: `python/<package>/...` next to the Rust crate.
-        assert_eq!(module_path("python/coderecall/__init__.py", py), "coderecall");
-        assert_eq!(module_path("python/coderecall/cli.py", py), "coderecall.cli");
+        assert_eq!(
+            module_path("python/coderecall/__init__.py", py),
+            "coderecall"
+        );
+        assert_eq!(
+            module_path("python/coderecall/cli.py", py),
+            "coderecall.cli"
+        );
         assert_eq!(module_path("./python/pkg/sub/mod.pyi", py), "pkg.sub.mod");
         // Only a leading directory is a source root; a module named `python` is kept.
         assert_eq!(module_path("python.py", py), "python");
