@@ -17,8 +17,12 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from coderecall._native import NativeIndex
+
+if TYPE_CHECKING:
+    from coderecall._native import UpdateStats
 
 MAX_FILE_BYTES = 1 << 20
 
@@ -49,7 +53,8 @@ def measure(root: Path, runs: int) -> dict[str, float]:
     files = walk(root)
     cold: list[float] = []
     noop: list[float] = []
-    stats = {}
+    stats: UpdateStats | None = None
+    changed: list[tuple[str, int, int]] = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
             index = NativeIndex(tmp)
@@ -58,9 +63,10 @@ def measure(root: Path, runs: int) -> dict[str, float]:
             cold.append(time.perf_counter() - start)
             start = time.perf_counter()
             known = index.file_stats()
-            changed = [f for f in files if known.get(f[0]) != (f[1], f[2])]
+            changed = [f for f in files if (known.get(f[0]) or (0, 0, None))[:2] != (f[1], f[2])]
             index.update(str(root), changed, [], MAX_FILE_BYTES)
             noop.append(time.perf_counter() - start)
+    assert stats is not None, "runs must be at least 1"
     seconds = statistics.median(cold)
     megabytes = stats["bytes_parsed"] / 1e6
     cores = os.cpu_count() or 1

@@ -9,6 +9,18 @@ from typing import Final, TypedDict, final
 
 from typing_extensions import Self
 
+__all__ = [
+    "SCHEMA_VERSION",
+    "CancelledError",
+    "Error",
+    "IndexCorruptError",
+    "NativeIndex",
+    "StoreError",
+    "__version__",
+    "detect_language",
+    "languages",
+]
+
 __version__: Final[str]
 SCHEMA_VERSION: Final[int]
 

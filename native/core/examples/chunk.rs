@@ -16,16 +16,32 @@ fn main() {
             continue;
         };
         let out = chunk_file(&text, lang);
-        println!("== {path} ({}, module {:?})", lang.name(), module_path(&path, lang));
+        println!(
+            "== {path} ({}, module {:?})",
+            lang.name(),
+            module_path(&path, lang)
+        );
         for c in &out.chunks {
             let first = c.content.lines().next().unwrap_or_default();
             println!(
                 "  {:>4}-{:<4} {:<9} {:<40} names=[{}] ctx={:?} | {}",
-                c.start_line, c.end_line, c.kind.name(), c.local_path, c.names, c.context, first
+                c.start_line,
+                c.end_line,
+                c.kind.name(),
+                c.local_path,
+                c.names,
+                c.context,
+                first
             );
         }
         for s in &out.symbols {
-            println!("  sym {:>4}-{:<4} {:<9} {}", s.start_line, s.end_line, s.kind.name(), s.local_path);
+            println!(
+                "  sym {:>4}-{:<4} {:<9} {}",
+                s.start_line,
+                s.end_line,
+                s.kind.name(),
+                s.local_path
+            );
         }
     }
 }

@@ -11,9 +11,13 @@ use coderecall_core::lang::Language;
 use rayon::prelude::*;
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else { continue };
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         if kind.is_dir() {
             walk(&entry.path(), out);
         } else if kind.is_file() {
@@ -45,12 +49,64 @@ fn main() {
         let start = Instant::now();
         let n = f();
         let s = start.elapsed().as_secs_f64();
-        println!("{label:<22} {s:>7.2} s {:>7.1} MB/s {:>6.1} MB/s/core  ({n})", mb / s, mb / s / threads as f64);
+        println!(
+            "{label:<22} {s:>7.2} s {:>7.1} MB/s {:>6.1} MB/s/core  ({n})",
+            mb / s,
+            mb / s / threads as f64
+        );
     };
     println!("{} files, {mb:.1} MB, {threads} threads", files.len());
-    time("chunk (parse+query)", &|| files.par_iter().map(|(_, l, t)| chunk_file(t, *l).chunks.len()).sum());
-    time("analyze (tokens)", &|| {
-        files.par_iter().map(|(_, _, t)| { let mut n = 0; for_each_token(t, |_| n += 1); n }).sum()
+    time("chunk (parse+query)", &|| {
+        files
+            .par_iter()
+            .map(|(_, l, t)| chunk_file(t, *l).chunks.len())
+            .sum()
     });
-    time("chunk, 1 thread", &|| files.iter().take(files.len() / 4).map(|(_, l, t)| chunk_file(t, *l).chunks.len()).sum());
+    time("parse only, 1 thread", &|| {
+        let mut parser = tree_sitter::Parser::new();
+        files
+            .iter()
+            .filter_map(|(_, l, t)| {
+                parser.set_language(&l.grammar()?).ok()?;
+                Some(parser.parse(t, None)?.root_node().child_count())
+            })
+            .sum()
+    });
+    time("chunk, 1 thread", &|| {
+        files
+            .iter()
+            .map(|(_, l, t)| chunk_file(t, *l).chunks.len())
+            .sum()
+    });
+    time("analyze (tokens)", &|| {
+        files
+            .par_iter()
+            .map(|(_, _, t)| {
+                let mut n = 0;
+                for_each_token(t, |_| n += 1);
+                n
+            })
+            .sum()
+    });
+    let mut per_lang: std::collections::BTreeMap<&str, (f64, f64)> = Default::default();
+    let mut slowest: Vec<(f64, &str, usize)> = Vec::new();
+    for (name, lang, text) in &files {
+        let start = Instant::now();
+        let _ = chunk_file(text, *lang);
+        let s = start.elapsed().as_secs_f64();
+        let e = per_lang.entry(lang.name()).or_default();
+        e.0 += s;
+        e.1 += text.len() as f64 / 1e6;
+        slowest.push((s, name, text.len()));
+    }
+    for (lang, (s, mb)) in &per_lang {
+        println!(
+            "  {lang:<12} {mb:>7.1} MB {s:>6.2} s {:>7.1} MB/s (1 thread)",
+            mb / s
+        );
+    }
+    slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (s, name, len) in slowest.iter().take(8) {
+        println!("  slow: {s:.2} s {len:>8} B {name}");
+    }
 }

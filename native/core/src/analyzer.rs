@@ -31,12 +31,12 @@
 //!
 //! # Throughput
 //!
-//! Measured with a scratch benchmark (`/tmp/bm25dev/examples/bench.rs`, release build, one
-//! thread, a callback that only sums token lengths) over 39.7 MB of real Rust source (every
-//! `.rs` file under 200 KB in the local cargo registry): **about 150 MB/s** with
-//! [`for_each_token`] and about 85 MB/s with [`analyze`] (one `String` allocation per token). On
-//! the same files, [`crate::bm25::analyze_doc`] (tokenise plus per-document term counting) runs
-//! at about 75 MB/s.
+//! Measured with a scratch benchmark (`/tmp/bm25dev/examples/bench.rs`: release build, one
+//! thread, best of three passes) over 59.9 MB of real Rust source (every `.rs` file under 200 KB
+//! in the local cargo registry): **150–300 MB/s** with [`for_each_token`] and 75–155 MB/s with
+//! [`analyze`] (one `String` per token), the range being the shared two-core VM's run-to-run
+//! variation. [`crate::bm25::analyze_doc`] (tokenise plus per-document term counting) runs at
+//! 65–95 MB/s on ~1 KB chunks of that code plus the registry's C, JavaScript and Markdown.
 
 /// The longest token the analyzer emits, in bytes (before lowercasing).
 pub const MAX_TOKEN_BYTES: usize = 64;
@@ -144,7 +144,11 @@ pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
             continue;
         }
         if compound_words >= 2 && end - compound_start <= MAX_TOKEN_BYTES {
-            lowercase_into(&text[compound_start..end], compound_ascii, &mut scratch.lower);
+            lowercase_into(
+                &text[compound_start..end],
+                compound_ascii,
+                &mut scratch.lower,
+            );
             f(&scratch.lower);
         }
         compound_words = 0;
@@ -186,10 +190,9 @@ fn scan_word(text: &str, start: usize) -> (usize, bool, bool) {
 /// Length of the compound separator at `pos` (`.`, `::`, `->`, `-`), or 0.
 fn separator_len(bytes: &[u8], pos: usize) -> usize {
     match bytes.get(pos) {
-        Some(b'.') => 1,
         Some(b':') if bytes.get(pos + 1) == Some(&b':') => 2,
         Some(b'-') if bytes.get(pos + 1) == Some(&b'>') => 2,
-        Some(b'-') => 1,
+        Some(b'.' | b'-') => 1,
         _ => 0,
     }
 }
@@ -250,9 +253,10 @@ fn emit_word(word: &str, ascii: bool, scratch: &mut Scratch, f: &mut impl FnMut(
         }
     } else {
         scratch.chars.clear();
-        scratch
-            .chars
-            .extend(word.char_indices().map(|(i, c)| (i, char_class(c), c == 's')));
+        scratch.chars.extend(
+            word.char_indices()
+                .map(|(i, c)| (i, char_class(c), c == 's')),
+        );
         scratch.parts.clear();
         let chars = &scratch.chars;
         let split = split_parts(
@@ -372,7 +376,10 @@ mod tests {
     #[test]
     fn snake_and_screaming_snake() {
         assert_tokens("parse_args", &["parse_args", "parse", "args"]);
-        assert_tokens("MAX_BUFFER_SIZE", &["max_buffer_size", "max", "buffer", "size"]);
+        assert_tokens(
+            "MAX_BUFFER_SIZE",
+            &["max_buffer_size", "max", "buffer", "size"],
+        );
         assert_tokens("__init__", &["__init__", "init"]);
         assert_tokens("_private", &["_private", "private"]);
         assert_tokens("a__b", &["a__b", "a", "b"]);
@@ -383,7 +390,10 @@ mod tests {
     #[test]
     fn acronyms() {
         assert_tokens("HTTPServer", &["httpserver", "http", "server"]);
-        assert_tokens("XMLHttpRequest", &["xmlhttprequest", "xml", "http", "request"]);
+        assert_tokens(
+            "XMLHttpRequest",
+            &["xmlhttprequest", "xml", "http", "request"],
+        );
         assert_tokens("IOError", &["ioerror", "io", "error"]);
         assert_tokens("parseURLs", &["parseurls", "parse", "urls"]);
         assert_tokens("getIDs", &["getids", "get", "ids"]);
@@ -412,7 +422,10 @@ mod tests {
         );
         assert_tokens("std::io::Read", &["std", "io", "read", "std::io::read"]);
         assert_tokens("foo->bar", &["foo", "bar", "foo->bar"]);
-        assert_tokens("kebab-case-name", &["kebab", "case", "name", "kebab-case-name"]);
+        assert_tokens(
+            "kebab-case-name",
+            &["kebab", "case", "name", "kebab-case-name"],
+        );
         assert_tokens("src/main.rs", &["src", "main", "rs", "main.rs"]);
         // Numbers are treated like everything else.
         assert_tokens("1.5", &["1", "5", "1.5"]);

@@ -32,6 +32,10 @@ pub const OVERLAP_TOKENS: usize = 40;
 pub const PARSE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Upper bound on query matches per file, against pathological nesting.
 const MATCH_LIMIT: u32 = 1 << 16;
+/// Definitions start at most this deep in the syntax tree (a method in a class in a
+/// namespace is about 6 levels down); not descending into deep expression trees roughly
+/// halves the query's cost. Anything deeper stays inside its enclosing unit's chunk.
+const MAX_DEFINITION_DEPTH: u32 = 12;
 /// Context lines are capped so deeply nested or very long signatures cannot bloat every chunk.
 const CONTEXT_LINE_CHARS: usize = 200;
 /// Glue this small (a closing brace, a bare header) never stands alone.
@@ -249,7 +253,10 @@ pub fn chunk_file(source: &str, lang: Language) -> FileChunks {
     }
     let chunks = merge_small(&lines, out.chunks);
     FileChunks {
-        chunks: chunks.into_iter().map(|c| c.finish(&lines, separator(lang))).collect(),
+        chunks: chunks
+            .into_iter()
+            .map(|c| c.finish(&lines, separator(lang)))
+            .collect(),
         symbols: out.symbols,
         fell_back,
     }
@@ -345,7 +352,9 @@ impl<'a> Lines<'a> {
 
 /// Drops one line ending (`\n` or `\r\n`) and any carriage return before it.
 fn strip_eol(text: &str) -> &str {
-    text.strip_suffix('\n').unwrap_or(text).trim_end_matches('\r')
+    text.strip_suffix('\n')
+        .unwrap_or(text)
+        .trim_end_matches('\r')
 }
 
 fn line_text<'a>(source: &'a str, starts: &[usize], row: usize) -> &'a str {
@@ -416,10 +425,16 @@ struct RawDef {
     receiver: Option<String>,
 }
 
-fn definitions(tree: &tree_sitter::Tree, query: &tree_sitter::Query, source: &str, lines: &Lines<'_>) -> Defs {
+fn definitions(
+    tree: &tree_sitter::Tree,
+    query: &tree_sitter::Query,
+    source: &str,
+    lines: &Lines<'_>,
+) -> Defs {
     let names = query.capture_names();
     let mut cursor = QueryCursor::new();
     cursor.set_match_limit(MATCH_LIMIT);
+    cursor.set_max_start_depth(Some(MAX_DEFINITION_DEPTH));
     let mut raw: Vec<RawDef> = Vec::new();
     let mut matches = cursor.matches(query, tree.root_node(), source.as_bytes());
     while let Some(m) = matches.next() {
@@ -432,10 +447,12 @@ fn definitions(tree: &tree_sitter::Tree, query: &tree_sitter::Query, source: &st
                 name = Some(cap.node);
             } else if cap_name == "receiver" {
                 receiver = Some(cap.node);
-            } else if let Some(kind) = cap_name.strip_prefix("definition.") {
-                if let Some(kind) = ChunkKind::from_name(kind).filter(|k| k.is_definition()) {
-                    def = Some((kind, cap.node));
-                }
+            } else if let Some(kind) = cap_name
+                .strip_prefix("definition.")
+                .and_then(ChunkKind::from_name)
+                .filter(|k| k.is_definition())
+            {
+                def = Some((kind, cap.node));
             }
         }
         let (Some((kind, node)), Some(name)) = (def, name) else {
@@ -480,9 +497,7 @@ fn definitions(tree: &tree_sitter::Tree, query: &tree_sitter::Query, source: &st
     });
     raw.dedup_by_key(|d| d.name_start);
     raw.sort_by(|a, b| (a.start_byte, b.end_byte).cmp(&(b.start_byte, a.end_byte)));
-    Defs {
-        roots: nest(raw),
-    }
+    Defs { roots: nest(raw) }
 }
 
 /// Row where a definition's chunk starts: its own first row, extended over directly preceding
@@ -490,6 +505,11 @@ fn definitions(tree: &tree_sitter::Tree, query: &tree_sitter::Query, source: &st
 /// their unit.
 fn leading_row(node: Node<'_>, lines: &Lines<'_>) -> usize {
     let mut lo = node.start_position().row;
+    // `prev_sibling` costs O(siblings) in tree-sitter, so only ask when the line above could
+    // hold a comment, attribute or decorator at all.
+    if lo == 0 || !may_attach(lines.line(lo - 1)) {
+        return lo;
+    }
     let mut prev = node.prev_sibling();
     while let Some(sib) = prev {
         let kind = sib.kind();
@@ -503,13 +523,26 @@ fn leading_row(node: Node<'_>, lines: &Lines<'_>) -> usize {
             break;
         }
         // A trailing comment on the previous statement's line belongs to that statement.
-        if sib.prev_sibling().is_some_and(|p| last_row(p) == sib.start_position().row) {
+        if sib
+            .prev_sibling()
+            .is_some_and(|p| last_row(p) == sib.start_position().row)
+        {
             break;
         }
         lo = sib.start_position().row;
         prev = sib.prev_sibling();
     }
     lo
+}
+
+/// Whether a line could end a comment, attribute, annotation or decorator of any language.
+fn may_attach(line: &str) -> bool {
+    const STARTS: [&str; 10] = ["//", "/*", "*", "#", "@", "--", "[", ";", "'", "\""];
+    let line = line.trim();
+    !line.is_empty()
+        && (STARTS.iter().any(|p| line.starts_with(p))
+            || line.ends_with("*/")
+            || line.ends_with(']'))
 }
 
 /// Last row a node covers: a node ending at column 0 (one that includes its line's newline,
@@ -684,7 +717,8 @@ impl<'l, 'a> Emitter<'l, 'a> {
             }
             let before = self.chunks.len();
             self.gap(cursor, def.lo.max(cursor), scope);
-            if first && self.chunks.len() > before
+            if first
+                && self.chunks.len() > before
                 && let Some(last) = self.chunks.last_mut()
             {
                 last.head = true;
@@ -703,9 +737,17 @@ impl<'l, 'a> Emitter<'l, 'a> {
         // units split only when too large. Tiny members merge back in `merge_small`.
         let splits = def.kind.is_type_like() || def.kind == ChunkKind::Module;
         let fits = self.lines.tokens(lo, def.hi) <= MAX_TOKENS;
-        if fits && !(splits && !def.children.is_empty()) {
+        if fits && (!splits || def.children.is_empty()) {
             let names = collect_names(def);
-            self.push(lo, def.hi, def.kind, &def.name, &local_path, names, &scope.context);
+            self.push(
+                lo,
+                def.hi,
+                def.kind,
+                &def.name,
+                &local_path,
+                names,
+                &scope.context,
+            );
             return;
         }
         if def.children.is_empty() {
@@ -748,7 +790,11 @@ impl<'l, 'a> Emitter<'l, 'a> {
         let local_path = scope.local_path.clone();
         let name = scope.name.clone();
         if self.lines.tokens(lo, hi) <= MAX_TOKENS {
-            let names = if name.is_empty() { vec![] } else { vec![name.clone()] };
+            let names = if name.is_empty() {
+                vec![]
+            } else {
+                vec![name.clone()]
+            };
             self.push(lo, hi, kind, &name, &local_path, names, &scope.gap_context);
         } else {
             self.windows(lo, hi, kind, &name, &local_path, &scope.gap_context);
@@ -789,7 +835,15 @@ impl<'l, 'a> Emitter<'l, 'a> {
     }
 
     /// Cuts rows `lo..hi` into windows of about [`TARGET_TOKENS`] with [`OVERLAP_TOKENS`] overlap.
-    fn windows(&mut self, lo: usize, hi: usize, kind: ChunkKind, symbol: &str, local_path: &str, context: &str) {
+    fn windows(
+        &mut self,
+        lo: usize,
+        hi: usize,
+        kind: ChunkKind,
+        symbol: &str,
+        local_path: &str,
+        context: &str,
+    ) {
         let lines = self.lines;
         let mut start = lo;
         while start < hi {
@@ -803,7 +857,11 @@ impl<'l, 'a> Emitter<'l, 'a> {
             while end < hi && lines.tokens(start, end + 1) <= TARGET_TOKENS {
                 end += 1;
             }
-            let names = if symbol.is_empty() { vec![] } else { vec![symbol.to_owned()] };
+            let names = if symbol.is_empty() {
+                vec![]
+            } else {
+                vec![symbol.to_owned()]
+            };
             self.push(start, end, kind, symbol, local_path, names, context);
             if end >= hi {
                 break;
@@ -856,9 +914,7 @@ fn merge_small(lines: &Lines<'_>, chunks: Vec<Pending>) -> Vec<Pending> {
             let nested = |a: &str, b: &str| a == b || b.starts_with(&format!("{a}/"));
             let rescue = adjacent
                 && prev.tokens + c.tokens <= MAX_TOKENS
-                && ((lone(&c)
-                    && closing_only(lines, c.lo, c.hi)
-                    && nested(&c.scope, &prev.scope))
+                && ((lone(&c) && closing_only(lines, c.lo, c.hi) && nested(&c.scope, &prev.scope))
                     || (lone(prev) && prev.head && nested(&prev.scope, &c.scope)));
             if normal || rescue {
                 // A container's header names the members merged into it; a closing tail or
@@ -931,8 +987,14 @@ fn markdown_sections(lines: &Lines<'_>, out: &mut Emitter<'_, '_>) {
         let indent = line.len() - trimmed.len();
         if indent < 4 {
             let level = trimmed.bytes().take_while(|&b| b == b'#').count();
-            if (1..=6).contains(&level) && trimmed[level..].starts_with([' ', '\t']) || (1..=6).contains(&level) && trimmed.len() == level {
-                let title = trimmed[level..].trim().trim_end_matches('#').trim().to_owned();
+            if (1..=6).contains(&level) && trimmed[level..].starts_with([' ', '\t'])
+                || (1..=6).contains(&level) && trimmed.len() == level
+            {
+                let title = trimmed[level..]
+                    .trim()
+                    .trim_end_matches('#')
+                    .trim()
+                    .to_owned();
                 headings.push((row, level, title));
                 continue;
             }
@@ -964,10 +1026,22 @@ fn markdown_sections(lines: &Lines<'_>, out: &mut Emitter<'_, '_>) {
         }
         chain.push((*level, title.clone()));
         let end = headings.get(i + 1).map_or(lines.len(), |h| h.0);
-        let local_path = chain.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join("\u{0}");
+        let local_path = chain
+            .iter()
+            .map(|(_, t)| t.as_str())
+            .collect::<Vec<_>>()
+            .join("\u{0}");
         let tokens = lines.tokens(*row, end);
         if tokens <= MAX_TOKENS {
-            out.push(*row, end, ChunkKind::Section, title, &local_path, vec![title.clone()], "");
+            out.push(
+                *row,
+                end,
+                ChunkKind::Section,
+                title,
+                &local_path,
+                vec![title.clone()],
+                "",
+            );
         } else {
             out.windows(*row, end, ChunkKind::Section, title, &local_path, "");
         }
@@ -1000,7 +1074,9 @@ mod tests {
 
     #[test]
     fn line_windows_cover_the_file_with_overlap() {
-        let src: String = (0..400).map(|i| format!("line number {i} of a text file\n")).collect();
+        let src: String = (0..400)
+            .map(|i| format!("line number {i} of a text file\n"))
+            .collect();
         let out = chunk_file(&src, Language::Text);
         assert!(out.chunks.len() > 3);
         assert_eq!(out.chunks[0].start_line, 1);

@@ -11,7 +11,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("index at {path} was written by a newer coderecall (schema {found}, this build reads up to {supported})")]
+    #[error(
+        "index at {path} was written by a newer coderecall (schema {found}, this build reads up to {supported})"
+    )]
     SchemaTooNew {
         path: PathBuf,
         found: i64,
@@ -32,6 +34,17 @@ impl Error {
         Error::Io {
             context: context.into(),
             source,
+        }
+    }
+}
+
+impl From<crate::bm25::Bm25Error> for Error {
+    fn from(err: crate::bm25::Bm25Error) -> Self {
+        match err {
+            crate::bm25::Bm25Error::Io { path, source } => {
+                Error::io(format!("lexical index {}", path.display()), source)
+            }
+            crate::bm25::Bm25Error::Corrupt { path, reason } => Error::Corrupt { path, reason },
         }
     }
 }

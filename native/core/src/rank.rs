@@ -70,8 +70,18 @@ impl Query {
             class,
             terms,
             segments,
-            wants_tests: has(&["test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock"]),
-            wants_docs: has(&["doc", "docs", "documentation", "readme", "guide", "tutorial", "changelog"]),
+            wants_tests: has(&[
+                "test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock",
+            ]),
+            wants_docs: has(&[
+                "doc",
+                "docs",
+                "documentation",
+                "readme",
+                "guide",
+                "tutorial",
+                "changelog",
+            ]),
             wants_vendored: has(&["vendor", "vendored", "third_party", "node_modules"]),
         }
     }
@@ -87,7 +97,12 @@ fn classify_query(raw: &str) -> QueryClass {
     let identifier_chars = raw
         .chars()
         .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '#' | '$' | '-' | '>'));
-    if identifier_chars && raw.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$') {
+    if identifier_chars
+        && raw
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+    {
         QueryClass::Identifier
     } else {
         QueryClass::NaturalLanguage
@@ -121,7 +136,19 @@ pub fn classify_path(path: &str) -> PathClass {
     let (dirs, file) = parts.split_at(parts.len().saturating_sub(1));
     let file = file.first().copied().unwrap_or_default();
     let in_dir = |names: &[&str]| dirs.iter().any(|d| names.contains(d));
-    if in_dir(&["vendor", "vendored", "third_party", "third-party", "thirdparty", "node_modules", "external", "extern", "deps", "_vendor", "site-packages"]) {
+    if in_dir(&[
+        "vendor",
+        "vendored",
+        "third_party",
+        "third-party",
+        "thirdparty",
+        "node_modules",
+        "external",
+        "extern",
+        "deps",
+        "_vendor",
+        "site-packages",
+    ]) {
         return PathClass::Vendored;
     }
     if file.contains(".min.")
@@ -136,8 +163,17 @@ pub fn classify_path(path: &str) -> PathClass {
         return PathClass::Generated;
     }
     let stem = file.split('.').next().unwrap_or_default();
-    if in_dir(&["test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "fixtures", "e2e"])
-        || stem.starts_with("test_")
+    if in_dir(&[
+        "test",
+        "tests",
+        "testing",
+        "__tests__",
+        "spec",
+        "specs",
+        "testdata",
+        "fixtures",
+        "e2e",
+    ]) || stem.starts_with("test_")
         || stem.ends_with("_test")
         || stem.ends_with("_spec")
         || stem.ends_with("tests")
@@ -227,7 +263,8 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
             if let Some(last) = query.segments.last() {
                 if !symbol.is_empty() && symbol == *last {
                     s *= w.exact_symbol;
-                    if query.segments.len() > 1 && qualifier_matches(&query.segments, c.local_path) {
+                    if query.segments.len() > 1 && qualifier_matches(&query.segments, c.local_path)
+                    {
                         s *= w.exact_qualified;
                     }
                 } else if c.names.split(' ').any(|n| n.eq_ignore_ascii_case(last)) {
@@ -239,7 +276,11 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
             }
         }
         QueryClass::Path => {
-            let q = query.raw.trim_start_matches("./").to_lowercase().replace('\\', "/");
+            let q = query
+                .raw
+                .trim_start_matches("./")
+                .to_lowercase()
+                .replace('\\', "/");
             if c.path.to_lowercase().contains(&q) {
                 s *= w.path_match;
             }
@@ -265,7 +306,11 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
         s *= 1.0 + w.partial_symbol * coverage(&query.terms, &symbol);
     }
     s *= 1.0 + w.path_terms * coverage(&query.terms, c.path);
-    s * match classify_path(c.path) {
+    let class = match classify_path(c.path) {
+        PathClass::Source if is_test_scope(c.local_path) => PathClass::Test,
+        class => class,
+    };
+    s * match class {
         PathClass::Source => 1.0,
         PathClass::Test if query.wants_tests => 1.0,
         PathClass::Docs if query.wants_docs => 1.0,
@@ -275,6 +320,18 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
         PathClass::Generated => w.generated,
         PathClass::Docs => w.docs,
     }
+}
+
+/// Test code inside a source file: Rust's `mod tests`, a `TestFoo` class, `test_*` functions.
+fn is_test_scope(local_path: &str) -> bool {
+    local_path.split(['.', ':']).any(|segment| {
+        let lower = segment.to_ascii_lowercase();
+        let test_class = segment
+            .strip_prefix("Test")
+            .is_some_and(|rest| rest.starts_with(char::is_uppercase))
+            || (segment.len() > 4 && (segment.ends_with("Test") || segment.ends_with("Tests")));
+        lower == "tests" || lower == "test" || lower.starts_with("test_") || test_class
+    })
 }
 
 /// `Client.send` matches a local path ending in `Client.send` (any separator, any case).
@@ -331,7 +388,10 @@ mod tests {
         assert_eq!(Query::parse("std::io::Read").class, QueryClass::Identifier);
         assert_eq!(Query::parse("src/store.rs").class, QueryClass::Path);
         assert_eq!(Query::parse("store.rs").class, QueryClass::Path);
-        assert_eq!(Query::parse("where are tokens refreshed").class, QueryClass::NaturalLanguage);
+        assert_eq!(
+            Query::parse("where are tokens refreshed").class,
+            QueryClass::NaturalLanguage
+        );
         assert_eq!(Query::parse("Client.send").segments, ["client", "send"]);
         assert!(Query::parse("tests for the parser").wants_tests);
         assert!(!Query::parse("parse the config").wants_tests);
@@ -343,29 +403,104 @@ mod tests {
         assert_eq!(classify_path("tests/test_tokens.py"), PathClass::Test);
         assert_eq!(classify_path("pkg/tokens_test.go"), PathClass::Test);
         assert_eq!(classify_path("web/app.spec.ts"), PathClass::Test);
-        assert_eq!(classify_path("vendor/github.com/x/y.go"), PathClass::Vendored);
+        assert_eq!(
+            classify_path("vendor/github.com/x/y.go"),
+            PathClass::Vendored
+        );
         assert_eq!(classify_path("api/v1/service.pb.go"), PathClass::Generated);
         assert_eq!(classify_path("docs/guide.md"), PathClass::Docs);
         assert_eq!(classify_path("README.md"), PathClass::Docs);
         assert_eq!(classify_path("docs/conf.py"), PathClass::Source);
     }
 
-    fn candidate<'a>(path: &'a str, symbol: &'a str, local_path: &'a str, kind: ChunkKind) -> Candidate<'a> {
-        Candidate { bm25: 1.0, path, symbol, local_path, names: symbol, kind }
+    fn candidate<'a>(
+        path: &'a str,
+        symbol: &'a str,
+        local_path: &'a str,
+        kind: ChunkKind,
+    ) -> Candidate<'a> {
+        Candidate {
+            bm25: 1.0,
+            path,
+            symbol,
+            local_path,
+            names: symbol,
+            kind,
+        }
     }
 
     #[test]
     fn exact_definitions_beat_mentions_and_tests_are_demoted() {
         let w = Weights::default();
         let q = Query::parse("refresh_token");
-        let def = score(&q, &candidate("src/auth.py", "refresh_token", "refresh_token", ChunkKind::Function), &w);
-        let mention = score(&q, &candidate("src/app.py", "main", "main", ChunkKind::Function), &w);
-        let test = score(&q, &candidate("tests/test_auth.py", "refresh_token", "refresh_token", ChunkKind::Function), &w);
+        let def = score(
+            &q,
+            &candidate(
+                "src/auth.py",
+                "refresh_token",
+                "refresh_token",
+                ChunkKind::Function,
+            ),
+            &w,
+        );
+        let mention = score(
+            &q,
+            &candidate("src/app.py", "main", "main", ChunkKind::Function),
+            &w,
+        );
+        let test = score(
+            &q,
+            &candidate(
+                "tests/test_auth.py",
+                "refresh_token",
+                "refresh_token",
+                ChunkKind::Function,
+            ),
+            &w,
+        );
         assert!(def > mention && def > test);
         let q = Query::parse("Client.send");
-        let qualified = score(&q, &candidate("a.py", "send", "Client.send", ChunkKind::Method), &w);
-        let other = score(&q, &candidate("b.py", "send", "Server.send", ChunkKind::Method), &w);
+        let qualified = score(
+            &q,
+            &candidate("a.py", "send", "Client.send", ChunkKind::Method),
+            &w,
+        );
+        let other = score(
+            &q,
+            &candidate("b.py", "send", "Server.send", ChunkKind::Method),
+            &w,
+        );
         assert!(qualified > other);
+    }
+
+    #[test]
+    fn test_code_inside_source_files_is_demoted() {
+        let w = Weights::default();
+        let q = Query::parse("publish state");
+        let real = score(
+            &q,
+            &candidate(
+                "src/store.rs",
+                "publish",
+                "Store::publish",
+                ChunkKind::Method,
+            ),
+            &w,
+        );
+        let test = score(
+            &q,
+            &candidate(
+                "src/store.rs",
+                "publish_works",
+                "tests::publish_works",
+                ChunkKind::Function,
+            ),
+            &w,
+        );
+        assert!(real > test);
+        assert!(is_test_scope("TestStore.open") && is_test_scope("StoreTest.open"));
+        assert!(is_test_scope("tests::publish_works") && is_test_scope("test_open"));
+        assert!(!is_test_scope("Tester.attest") && !is_test_scope("Contest.latest"));
     }
 
     #[test]

@@ -184,7 +184,8 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(Duration::from_secs(30))?;
-        let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+        let mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::InvalidArgument(format!(
                 "{} cannot use write-ahead logging (journal mode {mode}); is it on a network file system?",
@@ -218,25 +219,35 @@ impl Store {
                 supported: SCHEMA_VERSION,
             });
         }
-        for (from, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
+        for (from, sql) in MIGRATIONS
+            .iter()
+            .enumerate()
+            .skip(usize::try_from(version).unwrap_or(0))
+        {
             tx.execute_batch(sql)?;
-            tx.pragma_update(None, "user_version", i64::try_from(from + 1).unwrap_or(i64::MAX))?;
+            tx.pragma_update(
+                None,
+                "user_version",
+                i64::try_from(from + 1).unwrap_or(i64::MAX),
+            )?;
         }
         tx.commit()?;
         Ok(())
     }
 
     pub fn schema_version(&self) -> Result<i64> {
-        Ok(self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
     /// The published generation: bumped by every committed change to the view.
     pub fn generation(&self) -> Result<u64> {
-        let value: String = self.conn.query_row(
-            "SELECT value FROM meta WHERE key = 'generation'",
-            [],
-            |r| r.get(0),
-        )?;
+        let value: String =
+            self.conn
+                .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
+                    r.get(0)
+                })?;
         value.parse().map_err(|_| Error::Corrupt {
             path: self.path.clone(),
             reason: format!("generation {value:?} is not a number"),
@@ -252,7 +263,9 @@ impl Store {
 
     pub fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
         if key == "generation" {
-            return Err(Error::InvalidArgument("the generation is managed by the store".into()));
+            return Err(Error::InvalidArgument(
+                "the generation is managed by the store".into(),
+            ));
         }
         self.conn.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)
@@ -335,7 +348,9 @@ impl Store {
 
     /// Which of `hashes` are stored file versions.
     pub fn known_hashes(&self, hashes: &[i64]) -> Result<HashSet<i64>> {
-        let mut stmt = self.conn.prepare_cached("SELECT 1 FROM files WHERE hash = ?1")?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT 1 FROM files WHERE hash = ?1")?;
         let mut known = HashSet::new();
         for &h in hashes {
             if stmt.exists([h])? {
@@ -400,8 +415,18 @@ impl Store {
     /// points paths at their hashes, drops removed and skipped paths, collects old orphans
     /// and bumps the generation. Returns the new generation. `check` runs before the commit;
     /// an error from it (cancellation) rolls everything back.
-    pub fn publish(&mut self, view_id: i64, changes: &Changes<'_>, check: impl Fn() -> Result<()>) -> Result<u64> {
-        let Changes { versions, upserts, removed, skipped } = *changes;
+    pub fn publish(
+        &mut self,
+        view_id: i64,
+        changes: &Changes<'_>,
+        check: impl Fn() -> Result<()>,
+    ) -> Result<u64> {
+        let Changes {
+            versions,
+            upserts,
+            removed,
+            skipped,
+        } = *changes;
         let now = unix_now();
         let tx = self
             .conn
@@ -422,7 +447,8 @@ impl Store {
             )?;
             for v in versions {
                 let size = i64::try_from(v.size).unwrap_or(i64::MAX);
-                if insert_file.execute(params![v.hash, v.language.name(), size, v.lines, now])? == 0 {
+                if insert_file.execute(params![v.hash, v.language.name(), size, v.lines, now])? == 0
+                {
                     continue; // another writer stored this version first
                 }
                 for (ordinal, c) in (0_i64..).zip(&v.chunks) {
@@ -532,7 +558,11 @@ impl Store {
 
     pub fn counts(&self, view_id: i64) -> Result<StoreCounts> {
         let one = |sql: &str| -> Result<u64> {
-            Ok(self.conn.query_row(sql, [view_id], |r| r.get::<_, i64>(0))?.max(0).unsigned_abs())
+            Ok(self
+                .conn
+                .query_row(sql, [view_id], |r| r.get::<_, i64>(0))?
+                .max(0)
+                .unsigned_abs())
         };
         let files = one("SELECT count(*) FROM view_files WHERE view_id = ?1")?;
         let chunks = one(
@@ -547,7 +577,12 @@ impl Store {
              WHERE v.view_id = ?1 GROUP BY f.language ORDER BY count(*) DESC, f.language",
         )?;
         let languages = stmt
-            .query_map([view_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0).unsigned_abs())))?
+            .query_map([view_id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?.max(0).unsigned_abs(),
+                ))
+            })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(StoreCounts {
             files,
@@ -592,7 +627,11 @@ mod tests {
         }]
     }
 
-    fn changes<'a>(v: &'a FileVersion, upserts: &'a [ViewUpdate], removed: &'a [String]) -> Changes<'a> {
+    fn changes<'a>(
+        v: &'a FileVersion,
+        upserts: &'a [ViewUpdate],
+        removed: &'a [String],
+    ) -> Changes<'a> {
         Changes {
             versions: std::slice::from_ref(v),
             upserts,
@@ -622,9 +661,14 @@ mod tests {
             let path = dir.path().join("index.db");
             {
                 let conn = Connection::open(&path).unwrap();
-                for (i, sql) in MIGRATIONS.iter().enumerate().take(usize::try_from(start).unwrap()) {
+                for (i, sql) in MIGRATIONS
+                    .iter()
+                    .enumerate()
+                    .take(usize::try_from(start).unwrap())
+                {
                     conn.execute_batch(sql).unwrap();
-                    conn.pragma_update(None, "user_version", i64::try_from(i + 1).unwrap()).unwrap();
+                    conn.pragma_update(None, "user_version", i64::try_from(i + 1).unwrap())
+                        .unwrap();
                 }
             }
             let store = Store::open(&path).unwrap();
@@ -652,11 +696,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("index.db")).unwrap();
         let a = version("alpha beta gamma\n");
-        let generation = store.publish(DEFAULT_VIEW, &changes(&a, &upsert("a.txt", &a), &[]), || Ok(())).unwrap();
+        let generation = store
+            .publish(
+                DEFAULT_VIEW,
+                &changes(&a, &upsert("a.txt", &a), &[]),
+                || Ok(()),
+            )
+            .unwrap();
         assert_eq!(generation, 1);
         let b = version("delta\n");
         let removed = ["a.txt".to_owned()];
-        let failed = store.publish(DEFAULT_VIEW, &changes(&b, &upsert("b.txt", &b), &removed), || Err(Error::Cancelled));
+        let failed = store.publish(
+            DEFAULT_VIEW,
+            &changes(&b, &upsert("b.txt", &b), &removed),
+            || Err(Error::Cancelled),
+        );
         assert!(matches!(failed, Err(Error::Cancelled)));
         let view = store.view(DEFAULT_VIEW).unwrap();
         assert_eq!(view.len(), 1);
@@ -670,16 +724,32 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("index.db")).unwrap();
         let a = version("first version\n");
-        store.publish(DEFAULT_VIEW, &changes(&a, &upsert("f.txt", &a), &[]), || Ok(())).unwrap();
+        store
+            .publish(
+                DEFAULT_VIEW,
+                &changes(&a, &upsert("f.txt", &a), &[]),
+                || Ok(()),
+            )
+            .unwrap();
         let id = store.view(DEFAULT_VIEW).unwrap()[0].path_id;
         let b = version("second version\n");
-        store.publish(DEFAULT_VIEW, &changes(&b, &upsert("f.txt", &b), &[]), || Ok(())).unwrap();
+        store
+            .publish(
+                DEFAULT_VIEW,
+                &changes(&b, &upsert("f.txt", &b), &[]),
+                || Ok(()),
+            )
+            .unwrap();
         let view = store.view(DEFAULT_VIEW).unwrap();
         assert_eq!(view[0].path_id, id);
         assert_eq!(view[0].file_hash, b.hash);
         let orphaned: Option<i64> = store
             .conn
-            .query_row("SELECT orphaned_at FROM files WHERE hash = ?1", [a.hash], |r| r.get(0))
+            .query_row(
+                "SELECT orphaned_at FROM files WHERE hash = ?1",
+                [a.hash],
+                |r| r.get(0),
+            )
             .unwrap();
         assert!(orphaned.is_some(), "the old version is marked orphaned");
         assert_eq!(store.chunks(b.hash).unwrap()[0].content, "second version");

@@ -14,7 +14,12 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-create_exception!(coderecall, Error, PyException, "Root of every coderecall exception.");
+create_exception!(
+    coderecall,
+    Error,
+    PyException,
+    "Root of every coderecall exception."
+);
 create_exception!(
     coderecall,
     StoreError,
@@ -113,7 +118,11 @@ impl NativeIndex {
     ) -> PyResult<Bound<'py, PyDict>> {
         let files: Vec<FileInput> = files
             .into_iter()
-            .map(|(path, mtime_ns, size)| FileInput { path, mtime_ns, size })
+            .map(|(path, mtime_ns, size)| FileInput {
+                path,
+                mtime_ns,
+                size,
+            })
             .collect();
         let engine = self.engine()?;
         let stats = py
@@ -192,7 +201,11 @@ fn update_dict<'py>(py: Python<'py>, s: &UpdateStats) -> PyResult<Bound<'py, PyD
     d.set_item("symbols_added", s.symbols_added)?;
     d.set_item("bytes_parsed", s.bytes_parsed)?;
     d.set_item("generation", s.generation)?;
-    let skipped: Vec<(&str, &str)> = s.skipped.iter().map(|(p, r)| (p.as_str(), r.name())).collect();
+    let skipped: Vec<(&str, &str)> = s
+        .skipped
+        .iter()
+        .map(|(p, r)| (p.as_str(), r.name()))
+        .collect();
     d.set_item("skipped", skipped)?;
     Ok(d)
 }
@@ -253,7 +266,10 @@ mod _native {
         let py = m.py();
         m.add("Error", py.get_type::<super::Error>())?;
         m.add("StoreError", py.get_type::<super::StoreError>())?;
-        m.add("IndexCorruptError", py.get_type::<super::IndexCorruptError>())?;
+        m.add(
+            "IndexCorruptError",
+            py.get_type::<super::IndexCorruptError>(),
+        )?;
         m.add("CancelledError", py.get_type::<super::CancelledError>())?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         m.add("SCHEMA_VERSION", coderecall_core::store::SCHEMA_VERSION)?;
