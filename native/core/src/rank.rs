@@ -261,12 +261,15 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
     match query.class {
         QueryClass::Identifier => {
             if let Some(last) = query.segments.last() {
+                let qualified = query.segments.len() > 1;
                 if !symbol.is_empty() && symbol == *last {
-                    s *= w.exact_symbol;
-                    if query.segments.len() > 1 && qualifier_matches(&query.segments, c.local_path)
-                    {
-                        s *= w.exact_qualified;
-                    }
+                    // `Client.send` asks for send on Client: a send elsewhere is only a
+                    // partial answer.
+                    s *= match (qualified, qualifier_matches(&query.segments, c.local_path)) {
+                        (true, true) => w.exact_symbol * w.exact_qualified,
+                        (true, false) => w.exact_name,
+                        (false, _) => w.exact_symbol,
+                    };
                 } else if c.names.split(' ').any(|n| n.eq_ignore_ascii_case(last)) {
                     s *= w.exact_name;
                 }
@@ -470,7 +473,15 @@ mod tests {
             &candidate("b.py", "send", "Server.send", ChunkKind::Method),
             &w,
         );
-        assert!(qualified > other);
+        let free = score(
+            &q,
+            &candidate("c.py", "send", "send", ChunkKind::Function),
+            &w,
+        );
+        assert!(
+            qualified > 2.0 * other && qualified > 2.0 * free,
+            "{qualified} {other} {free}"
+        );
     }
 
     #[test]
