@@ -203,7 +203,7 @@ def _search(args: argparse.Namespace) -> int:
 
 def _print_hit(console: Console, hit: SearchHit, query: str) -> None:
     location = f"{hit.path}:{hit.start_line}-{hit.end_line}"
-    what = " ".join(part for part in (hit.kind, hit.symbol) if part)
+    what = " ".join(part for part in (hit.kind, hit.symbol_path or hit.symbol) if part)
     header = f"[bold cyan]{escape(location)}[/]  {escape(what)}  [dim]({hit.score:.3f})[/]"
     console.print(header)
     if hit.content is None:
