@@ -319,21 +319,19 @@ def test_closed_index_reopens(index: CodeIndex) -> None:
 def test_file_deleted_between_collect_and_parse(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from coderecall import _index
     from coderecall._collect import Collection
-
-    real_collect = _index.collect
+    from coderecall._collect import collect as real_collect
 
     def collect_then_delete(root: Path, config: Config) -> Collection:
         collection = real_collect(root, config)
         (project / "src" / "shop" / "auth.py").unlink()  # vanishes before the core reads it
         return collection
 
-    monkeypatch.setattr(_index, "collect", collect_then_delete)
+    monkeypatch.setattr("coderecall._index.collect", collect_then_delete)
     with CodeIndex(project) as index:
         report = index.index(progress=False)
         assert report.skipped == {"deleted": 1}
         assert report.skipped_examples == {"deleted": ("src/shop/auth.py",)}
         assert all(hit.path != "src/shop/auth.py" for hit in index.search("refresh token"))
-        monkeypatch.setattr(_index, "collect", real_collect)
+        monkeypatch.setattr("coderecall._index.collect", real_collect)
         assert index.index(progress=False).skipped == {}
