@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coderecall import CodeIndex, Config, QueryError, RootRefusedError, SearchHit
+from coderecall import CodeIndex, Config, QueryError, RootRefusedError, SearchHit, StoreError
 from helpers import SAMPLE_PROJECT, MakeRepo, git, large_project
 
 SAMPLE_FILES = len(SAMPLE_PROJECT)
@@ -335,3 +335,24 @@ def test_file_deleted_between_collect_and_parse(
         assert all(hit.path != "src/shop/auth.py" for hit in index.search("refresh token"))
         monkeypatch.setattr("coderecall._index.collect", real_collect)
         assert index.index(progress=False).skipped == {}
+
+
+def test_a_corrupt_database_is_reported_and_force_rebuilds_it(project: Path) -> None:
+    with CodeIndex(project) as index:
+        index.index(progress=False)
+        index_dir = index.index_dir
+    (index_dir / "index.db").write_bytes(b"this is not a database" * 100)
+    for leftover in ("index.db-wal", "index.db-shm"):
+        (index_dir / leftover).unlink(missing_ok=True)
+
+    with CodeIndex(project) as index, pytest.raises(StoreError, match="index --force"):
+        index.search("refresh token")
+    with CodeIndex(project) as index:
+        report = index.index(force=True, progress=False)
+        assert report.files_parsed == SAMPLE_FILES
+        assert index.search("refresh token")
+    aside = [
+        p for p in index_dir.parent.iterdir() if p.name.startswith(index_dir.name + ".broken-")
+    ]
+    assert len(aside) == 1
+    assert (aside[0] / "index.db").read_bytes().startswith(b"this is not a database")

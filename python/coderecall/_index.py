@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ._collect import collect
 from ._config import Config, load_config
-from ._errors import QueryError
+from ._errors import QueryError, StoreError
 from ._native import NativeIndex
 from ._paths import LOCAL_INDEX_DIR, check_root, find_index_dir
 from ._progress import ProgressCallback, progress_reporter
@@ -116,7 +116,7 @@ class CodeIndex:
         terminal. Ctrl-C cancels cleanly: the previous index state stays published.
         """
         started = time.perf_counter()
-        native = self._open()
+        native = self._open(rebuild_broken=force)
         collection = collect(self._root, self._config)
         view = native.file_stats()
         changed: list[tuple[str, int, int]] = []
@@ -294,13 +294,30 @@ class CodeIndex:
             last_report=IndexReport.from_dict(json.loads(last_report)) if last_report else None,
         )
 
-    def _open(self) -> NativeIndex:
+    def _open(self, *, rebuild_broken: bool = False) -> NativeIndex:
         with self._lock:
             if self._native is None:
                 if not self._index_dir.is_dir():
                     self._create_index_dir()
-                self._native = NativeIndex(str(self._index_dir))
+                try:
+                    self._native = NativeIndex(str(self._index_dir))
+                except StoreError as exc:
+                    if not rebuild_broken:
+                        raise StoreError(
+                            f"{exc} (index at {self._index_dir}; "
+                            "`coderecall index --force` sets it aside and rebuilds)"
+                        ) from exc
+                    self._set_aside_broken_index()
+                    self._native = NativeIndex(str(self._index_dir))
             return self._native
+
+    def _set_aside_broken_index(self) -> None:
+        """Rename an index that cannot be opened, so a rebuild starts clean and nothing is
+        deleted: the old files stay beside it for inspection."""
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        aside = self._index_dir.with_name(f"{self._index_dir.name}.broken-{stamp}")
+        self._index_dir.rename(aside)
+        self._create_index_dir()
 
     def _open_existing(self) -> NativeIndex | None:
         """The index if one was ever created; status() must not create files."""
