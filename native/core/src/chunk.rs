@@ -1104,6 +1104,20 @@ mod tests {
     }
 
     #[test]
+    fn index_text_names_the_place_then_the_code() {
+        let path = join_symbol_path("store", "Store::open", Language::Rust);
+        assert_eq!(path, "store::Store::open");
+        assert_eq!(join_symbol_path("", "main", Language::Python), "main");
+        assert_eq!(join_symbol_path("pkg.mod", "", Language::Python), "pkg.mod");
+        let text = index_text("src/store.rs", &path, "impl Store {", "pub fn open() {}");
+        assert_eq!(
+            text,
+            "src/store.rs store::Store::open\nimpl Store {\npub fn open() {}"
+        );
+        assert_eq!(index_text("a.txt", "", "", "x"), "a.txt\nx");
+    }
+
+    #[test]
     fn empty_and_blank_files_have_no_chunks() {
         assert!(chunk_file("", Language::Text).chunks.is_empty());
         assert!(chunk_file("\n\n  \n", Language::Text).chunks.is_empty());

@@ -302,30 +302,85 @@ impl Lexical {
     }
 }
 
-fn doc_meta(c: &StoredChunk) -> DocMeta {
+/// A chunk as the lexical index needs it, borrowed from a fresh parse or from the store, so
+/// building documents never copies chunk text.
+struct ChunkFields<'a> {
+    ordinal: u32,
+    kind: ChunkKind,
+    start_line: u32,
+    end_line: u32,
+    symbol: &'a str,
+    local_path: &'a str,
+    names: &'a str,
+    context: &'a str,
+    content: &'a str,
+}
+
+/// The chunks of one path: just parsed (still in memory) or read back from SQLite.
+enum Loaded<'a> {
+    Fresh(&'a FileVersion),
+    Stored(Vec<StoredChunk>),
+}
+
+impl Loaded<'_> {
+    fn fields(&self) -> Vec<ChunkFields<'_>> {
+        match self {
+            Loaded::Fresh(v) => (0_u32..)
+                .zip(&v.chunks)
+                .map(|(ordinal, c)| ChunkFields {
+                    ordinal,
+                    kind: c.kind,
+                    start_line: c.start_line,
+                    end_line: c.end_line,
+                    symbol: &c.symbol,
+                    local_path: &c.local_path,
+                    names: &c.names,
+                    context: &c.context,
+                    content: &c.content,
+                })
+                .collect(),
+            Loaded::Stored(chunks) => chunks
+                .iter()
+                .map(|c| ChunkFields {
+                    ordinal: c.ordinal,
+                    kind: c.kind,
+                    start_line: c.start_line,
+                    end_line: c.end_line,
+                    symbol: &c.symbol,
+                    local_path: &c.local_path,
+                    names: &c.names,
+                    context: &c.context,
+                    content: &c.content,
+                })
+                .collect(),
+        }
+    }
+}
+
+fn doc_meta(c: &ChunkFields<'_>) -> DocMeta {
     DocMeta {
         kind: c.kind,
-        symbol: c.symbol.as_str().into(),
-        local_path: c.local_path.as_str().into(),
-        names: c.names.as_str().into(),
+        symbol: c.symbol.into(),
+        local_path: c.local_path.into(),
+        names: c.names.into(),
         start_line: c.start_line,
         end_line: c.end_line,
     }
 }
 
-fn analyze_chunk(entry: &ViewEntry, c: &StoredChunk) -> AnalyzedDoc {
+fn analyze_chunk(entry: &ViewEntry, c: &ChunkFields<'_>) -> AnalyzedDoc {
     let symbol_path = join_symbol_path(
         &module_path(&entry.path, entry.language),
-        &c.local_path,
+        c.local_path,
         entry.language,
     );
     let body = if c.context.is_empty() {
-        std::borrow::Cow::Borrowed(c.content.as_str())
+        std::borrow::Cow::Borrowed(c.content)
     } else {
         std::borrow::Cow::Owned(format!("{}\n{}", c.context, c.content))
     };
     analyze_doc(&DocFields {
-        name: &c.names,
+        name: c.names,
         symbol_path: &symbol_path,
         path: &entry.path,
         body: &body,
@@ -473,6 +528,12 @@ impl Engine {
         max_file_bytes: u64,
     ) -> Result<UpdateStats> {
         let mut stats = UpdateStats::default();
+        if files.is_empty() && removed.is_empty() {
+            // Nothing changed on disk: publishing would only churn the generation and the
+            // snapshot, and make every reader reconcile for nothing.
+            stats.generation = Self::lock(&self.reader).generation()?;
+            return Ok(stats);
+        }
         // Read and hash in parallel; parse only what the store has never seen.
         let reads: Vec<std::result::Result<Read_, (String, SkipReason)>> = files
             .par_iter()
@@ -496,6 +557,11 @@ impl Engine {
         }
         let hashes: Vec<i64> = ok.iter().map(|r| r.hash).collect();
         let known = Self::lock(&self.writer).known_hashes(&hashes)?;
+        for r in &mut ok {
+            if known.contains(&r.hash) {
+                r.bytes = Vec::new(); // only never-seen content is parsed; free the rest now
+            }
+        }
         // One parse per distinct unknown content, whatever the number of paths holding it.
         let mut to_parse: HashMap<i64, &Read_> = HashMap::new();
         for r in &ok {
@@ -647,13 +713,13 @@ impl Engine {
             .filter(|e| !lexical.paths.contains_key(&e.path_id))
             .collect();
         // SQLite reads are sequential; analysis runs in parallel.
-        let mut loaded: Vec<(&ViewEntry, Vec<StoredChunk>)> = Vec::with_capacity(missing.len());
+        let mut loaded: Vec<(&ViewEntry, Loaded<'_>)> = Vec::with_capacity(missing.len());
         {
             let reader = Self::lock(&self.reader);
             for entry in missing {
                 let chunks = match fresh.get(&entry.file_hash) {
-                    Some(v) => stored_chunks(v),
-                    None => reader.chunks(entry.file_hash)?,
+                    Some(v) => Loaded::Fresh(v),
+                    None => Loaded::Stored(reader.chunks(entry.file_hash)?),
                 };
                 loaded.push((entry, chunks));
             }
@@ -662,6 +728,7 @@ impl Engine {
             .par_iter()
             .map(|(entry, chunks)| {
                 let docs = chunks
+                    .fields()
                     .iter()
                     .map(|c| (c.ordinal, doc_meta(c), analyze_chunk(entry, c)))
                     .collect();
@@ -804,24 +871,6 @@ impl Engine {
             lexical_bytes: size(LEXICAL_FILE),
         })
     }
-}
-
-fn stored_chunks(v: &FileVersion) -> Vec<StoredChunk> {
-    v.chunks
-        .iter()
-        .enumerate()
-        .map(|(i, c)| StoredChunk {
-            ordinal: u32::try_from(i).unwrap_or(u32::MAX),
-            start_line: c.start_line,
-            end_line: c.end_line,
-            kind: c.kind,
-            symbol: c.symbol.clone(),
-            local_path: c.local_path.clone(),
-            names: c.names.clone(),
-            context: c.context.clone(),
-            content: c.content.clone(),
-        })
-        .collect()
 }
 
 /// A file read from disk, with the facts needed to decide what to do with it.
