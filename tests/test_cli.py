@@ -102,10 +102,11 @@ def test_search_listing_for_people(project: Path) -> None:
     result = run("search", "compute_invoice_total", cwd=project)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    header = re.fullmatch(r"(\S+):(\d+)-(\d+)  (\w+) (\w+)  \((\d+\.\d+)\)", lines[0])
+    header = re.fullmatch(r"(\S+):(\d+)-(\d+)  (\w+) ([\w.]+)  \((\d+\.\d+)\)", lines[0])
     assert header, lines[0]
     assert header[1] == "src/shop/billing.py"
-    assert header[5] == "compute_invoice_total"
+    assert header[4] == "function"
+    assert header[5] == "shop.billing.compute_invoice_total"
     snippet = "\n".join(lines[1:9])
     assert "def compute_invoice_total" in snippet
     assert "\x1b[" not in result.stdout

@@ -6,6 +6,7 @@
 //! corrupt) the lexical index is reconciled against the view: documents of changed paths are
 //! dropped and rebuilt from stored chunks. Nothing derived is ever trusted over SQLite.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Read;
@@ -16,14 +17,12 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use rayon::prelude::*;
 
 use crate::bm25::{AnalyzedDoc, Bm25Index, Bm25Params, DocFields, analyze_doc};
-use crate::chunk::{ChunkKind, chunk_file, join_symbol_path};
+use crate::chunk::{Chunk, ChunkKind, chunk_file, join_symbol_path};
 use crate::error::{Error, Result};
 use crate::hash::content_hash;
 use crate::lang::{Language, module_path};
 use crate::rank::{Candidate, Query, QueryClass, Weights, diversify, score};
-use crate::store::{
-    Changes, DEFAULT_VIEW, FileVersion, SkippedFile, Store, StoredChunk, ViewEntry, ViewUpdate,
-};
+use crate::store::{Changes, DEFAULT_VIEW, FileVersion, SkippedFile, Store, ViewEntry, ViewUpdate};
 
 pub const DB_FILE: &str = "index.db";
 pub const LEXICAL_FILE: &str = "lexical.bin";
@@ -302,85 +301,30 @@ impl Lexical {
     }
 }
 
-/// A chunk as the lexical index needs it, borrowed from a fresh parse or from the store, so
-/// building documents never copies chunk text.
-struct ChunkFields<'a> {
-    ordinal: u32,
-    kind: ChunkKind,
-    start_line: u32,
-    end_line: u32,
-    symbol: &'a str,
-    local_path: &'a str,
-    names: &'a str,
-    context: &'a str,
-    content: &'a str,
-}
-
-/// The chunks of one path: just parsed (still in memory) or read back from SQLite.
-enum Loaded<'a> {
-    Fresh(&'a FileVersion),
-    Stored(Vec<StoredChunk>),
-}
-
-impl Loaded<'_> {
-    fn fields(&self) -> Vec<ChunkFields<'_>> {
-        match self {
-            Loaded::Fresh(v) => (0_u32..)
-                .zip(&v.chunks)
-                .map(|(ordinal, c)| ChunkFields {
-                    ordinal,
-                    kind: c.kind,
-                    start_line: c.start_line,
-                    end_line: c.end_line,
-                    symbol: &c.symbol,
-                    local_path: &c.local_path,
-                    names: &c.names,
-                    context: &c.context,
-                    content: &c.content,
-                })
-                .collect(),
-            Loaded::Stored(chunks) => chunks
-                .iter()
-                .map(|c| ChunkFields {
-                    ordinal: c.ordinal,
-                    kind: c.kind,
-                    start_line: c.start_line,
-                    end_line: c.end_line,
-                    symbol: &c.symbol,
-                    local_path: &c.local_path,
-                    names: &c.names,
-                    context: &c.context,
-                    content: &c.content,
-                })
-                .collect(),
-        }
-    }
-}
-
-fn doc_meta(c: &ChunkFields<'_>) -> DocMeta {
+fn doc_meta(c: &Chunk) -> DocMeta {
     DocMeta {
         kind: c.kind,
-        symbol: c.symbol.into(),
-        local_path: c.local_path.into(),
-        names: c.names.into(),
+        symbol: c.symbol.as_str().into(),
+        local_path: c.local_path.as_str().into(),
+        names: c.names.as_str().into(),
         start_line: c.start_line,
         end_line: c.end_line,
     }
 }
 
-fn analyze_chunk(entry: &ViewEntry, c: &ChunkFields<'_>) -> AnalyzedDoc {
+fn analyze_chunk(entry: &ViewEntry, c: &Chunk) -> AnalyzedDoc {
     let symbol_path = join_symbol_path(
         &module_path(&entry.path, entry.language),
-        c.local_path,
+        &c.local_path,
         entry.language,
     );
     let body = if c.context.is_empty() {
-        std::borrow::Cow::Borrowed(c.content)
+        Cow::Borrowed(c.content.as_str())
     } else {
-        std::borrow::Cow::Owned(format!("{}\n{}", c.context, c.content))
+        Cow::Owned(format!("{}\n{}", c.context, c.content))
     };
     analyze_doc(&DocFields {
-        name: c.names,
+        name: &c.names,
         symbol_path: &symbol_path,
         path: &entry.path,
         body: &body,
@@ -713,13 +657,14 @@ impl Engine {
             .filter(|e| !lexical.paths.contains_key(&e.path_id))
             .collect();
         // SQLite reads are sequential; analysis runs in parallel.
-        let mut loaded: Vec<(&ViewEntry, Loaded<'_>)> = Vec::with_capacity(missing.len());
+        // Chunks just parsed are borrowed; others are read back from SQLite.
+        let mut loaded: Vec<(&ViewEntry, Cow<'_, [Chunk]>)> = Vec::with_capacity(missing.len());
         {
             let reader = Self::lock(&self.reader);
             for entry in missing {
                 let chunks = match fresh.get(&entry.file_hash) {
-                    Some(v) => Loaded::Fresh(v),
-                    None => Loaded::Stored(reader.chunks(entry.file_hash)?),
+                    Some(v) => Cow::Borrowed(v.chunks.as_slice()),
+                    None => Cow::Owned(reader.chunks(entry.file_hash)?),
                 };
                 loaded.push((entry, chunks));
             }
@@ -727,10 +672,9 @@ impl Engine {
         let analyzed: Vec<(&ViewEntry, PathDocs)> = loaded
             .par_iter()
             .map(|(entry, chunks)| {
-                let docs = chunks
-                    .fields()
-                    .iter()
-                    .map(|c| (c.ordinal, doc_meta(c), analyze_chunk(entry, c)))
+                let docs = (0_u32..)
+                    .zip(chunks.iter())
+                    .map(|(ordinal, c)| (ordinal, doc_meta(c), analyze_chunk(entry, c)))
                     .collect();
                 (*entry, docs)
             })

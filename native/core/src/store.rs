@@ -118,20 +118,6 @@ pub struct FileVersion {
     pub symbols: Vec<Symbol>,
 }
 
-/// A chunk row as stored (path-independent).
-#[derive(Clone, Debug)]
-pub struct StoredChunk {
-    pub ordinal: u32,
-    pub start_line: u32,
-    pub end_line: u32,
-    pub kind: ChunkKind,
-    pub symbol: String,
-    pub local_path: String,
-    pub names: String,
-    pub context: String,
-    pub content: String,
-}
-
 /// One path to put in the view.
 #[derive(Clone, Debug)]
 pub struct ViewUpdate {
@@ -364,44 +350,37 @@ impl Store {
         Ok(known)
     }
 
-    /// The chunks of a file version, in order.
-    pub fn chunks(&self, file_hash: i64) -> Result<Vec<StoredChunk>> {
+    /// The chunks of a file version, in order (a chunk's ordinal is its index).
+    pub fn chunks(&self, file_hash: i64) -> Result<Vec<Chunk>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT ordinal, start_line, end_line, kind, symbol, local_path, names, context, content
+            "SELECT start_line, end_line, kind, symbol, local_path, names, context, content,
+                    content_hash
              FROM chunks WHERE file_hash = ?1 ORDER BY ordinal",
         )?;
         let rows = stmt.query_map([file_hash], |r| {
             Ok((
-                r.get::<_, u32>(0)?,
-                r.get::<_, u32>(1)?,
-                r.get::<_, u32>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, String>(5)?,
-                r.get::<_, String>(6)?,
-                r.get::<_, String>(7)?,
-                r.get::<_, String>(8)?,
+                Chunk {
+                    start_line: r.get(0)?,
+                    end_line: r.get(1)?,
+                    kind: ChunkKind::Text, // replaced below once the name is checked
+                    symbol: r.get(3)?,
+                    local_path: r.get(4)?,
+                    names: r.get(5)?,
+                    context: r.get(6)?,
+                    content: r.get(7)?,
+                    content_hash: r.get(8)?,
+                },
+                r.get::<_, String>(2)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (ordinal, start_line, end_line, kind, symbol, local_path, names, context, content) =
-                row?;
-            let kind = ChunkKind::from_name(&kind).ok_or_else(|| Error::Corrupt {
+            let (mut chunk, kind) = row?;
+            chunk.kind = ChunkKind::from_name(&kind).ok_or_else(|| Error::Corrupt {
                 path: self.path.clone(),
                 reason: format!("unknown chunk kind {kind:?}"),
             })?;
-            out.push(StoredChunk {
-                ordinal,
-                start_line,
-                end_line,
-                kind,
-                symbol,
-                local_path,
-                names,
-                context,
-                content,
-            });
+            out.push(chunk);
         }
         Ok(out)
     }
