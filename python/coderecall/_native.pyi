@@ -18,6 +18,7 @@ __all__ = [
     "StoreError",
     "__version__",
     "detect_language",
+    "extract_symbols",
     "languages",
 ]
 
@@ -73,6 +74,13 @@ def languages() -> list[str]:
 
 def detect_language(path: str, head: bytes) -> str | None:
     """Language name for a file, or ``None`` for text that is not indexed."""
+
+def extract_symbols(path: str, text: str) -> list[tuple[str, str, str, int, int]]:
+    """Definitions of a file as ``(name, kind, local path, start line, end line)``.
+
+    Lines are 1-based and inclusive; the start includes attached doc comments and decorators.
+    Empty for files without a grammar.
+    """
 
 @final
 class NativeIndex:

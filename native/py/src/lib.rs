@@ -254,10 +254,37 @@ fn detect_language(path: &str, head: &Bound<'_, PyBytes>) -> Option<&'static str
     Language::detect(path, head.as_bytes()).map(Language::name)
 }
 
+/// Definitions of a file as `(name, kind, local path, start line, end line)`, lines 1-based
+/// and inclusive, the start including attached doc comments and decorators. Empty for files
+/// without a grammar or a language that is not indexed.
+#[pyfunction]
+fn extract_symbols(
+    py: Python<'_>,
+    path: &str,
+    text: &str,
+) -> Vec<(String, &'static str, String, u32, u32)> {
+    let Some(language) = Language::detect(path, text.as_bytes()) else {
+        return Vec::new();
+    };
+    let text = text.to_owned();
+    py.detach(move || coderecall_core::chunk::chunk_file(&text, language).symbols)
+        .into_iter()
+        .map(|s| {
+            (
+                s.name,
+                s.kind.name(),
+                s.local_path,
+                s.start_line,
+                s.end_line,
+            )
+        })
+        .collect()
+}
+
 #[pymodule(gil_used = false)]
 mod _native {
     #[pymodule_export]
-    use super::{NativeIndex, detect_language, languages};
+    use super::{NativeIndex, detect_language, extract_symbols, languages};
 
     use pyo3::prelude::*;
 
