@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from coderecall._native import detect_language, extract_symbols, languages
 
 
@@ -33,3 +37,17 @@ def test_language_helpers() -> None:
     assert detect_language("pkg/mod.pyi", b"") == "python"
     assert detect_language("include/x.h", b"namespace a { class B {}; }") == "cpp"
     assert detect_language("app.min.js", b"") is None
+
+
+def test_ranking_weights_can_be_read_and_changed(tmp_path: Path) -> None:
+    from coderecall._native import NativeIndex
+
+    index = NativeIndex(str(tmp_path / "index"))
+    weights = index.weights()
+    assert weights["test"] < 1.0 < weights["exact_symbol"]
+    index.set_weights({"test": 1.0, "docs": 1.0})
+    assert index.weights() == {**weights, "test": 1.0, "docs": 1.0}
+    with pytest.raises(ValueError, match="unknown ranking weight"):
+        index.set_weights({"test": 0.5, "no_such_rule": 1.0})
+    assert index.weights()["test"] == 1.0, "a rejected update changes nothing"
+    index.close()

@@ -4,7 +4,7 @@ The binding is deliberately coarse: one call indexes a whole batch of files with
 released; searches return plain dicts that the Python facade turns into frozen dataclasses.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final, TypedDict, final
 
 from typing_extensions import Self
@@ -132,5 +132,12 @@ class NativeIndex:
         with_content: bool = False,
     ) -> list[HitDict]: ...
     def status(self) -> StatusDict: ...
+    def weights(self) -> dict[str, float]:
+        """The ranking layer's factors by name (see ``coderecall_core::rank::Weights``)."""
+
+    def set_weights(self, values: Mapping[str, float]) -> None:
+        """Change ranking factors for this handle, all or nothing; benchmarks use it for
+        ablations (a multiplicative factor of 1.0 turns its rule off). Unknown names and
+        negative or non-finite values raise ``ValueError``."""
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, key: str, value: str) -> None: ...

@@ -341,7 +341,7 @@ pub struct Engine {
     total: AtomicUsize,
     cancel: AtomicBool,
     pool: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>>,
-    weights: Weights,
+    weights: RwLock<Weights>,
 }
 
 impl Engine {
@@ -366,7 +366,7 @@ impl Engine {
             total: AtomicUsize::new(0),
             cancel: AtomicBool::new(false),
             pool: Mutex::new(None),
-            weights: Weights::default(),
+            weights: RwLock::new(Weights::default()),
         };
         engine.refresh()?;
         Ok(engine)
@@ -437,6 +437,29 @@ impl Engine {
                     .map(|s| (s.path, s.mtime_ns, s.size, Some(s.reason))),
             )
             .collect())
+    }
+
+    /// The ranking factors in use, by name.
+    #[must_use]
+    pub fn weights(&self) -> Weights {
+        self.weights
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Changes ranking factors by name for this handle (benchmarks and ablations); all or
+    /// nothing.
+    pub fn set_weights(&self, values: &[(String, f32)]) -> Result<()> {
+        let mut next = self.weights();
+        for (name, value) in values {
+            next.set(name, *value).map_err(Error::InvalidArgument)?;
+        }
+        *self
+            .weights
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = next;
+        Ok(())
     }
 
     pub fn get_meta(&self, key: &str) -> Result<Option<String>> {
@@ -698,6 +721,7 @@ impl Engine {
 
     pub fn search(&self, req: &SearchRequest) -> Result<Vec<Hit>> {
         self.refresh()?;
+        let weights = self.weights();
         let query = Query::parse(&req.query);
         if query.terms.is_empty() || req.limit == 0 {
             return Ok(Vec::new());
@@ -761,7 +785,7 @@ impl Engine {
                     names: &doc.names,
                     kind: doc.kind,
                 };
-                Some((score(&query, &c, &self.weights), key))
+                Some((score(&query, &c, &weights), key))
             })
             .collect();
         let ranked = diversify(scored, |key| path_id_of(*key), req.per_file, req.limit);

@@ -242,6 +242,65 @@ impl Default for Weights {
     }
 }
 
+impl Weights {
+    /// Names of the factors, as used by [`Weights::get`] and [`Weights::set`].
+    pub const NAMES: [&'static str; 12] = [
+        "exact_symbol",
+        "exact_qualified",
+        "exact_name",
+        "partial_symbol",
+        "definition_identifier",
+        "definition",
+        "path_terms",
+        "path_match",
+        "test",
+        "vendored",
+        "generated",
+        "docs",
+    ];
+
+    fn slot(&mut self, name: &str) -> Option<&mut f32> {
+        Some(match name {
+            "exact_symbol" => &mut self.exact_symbol,
+            "exact_qualified" => &mut self.exact_qualified,
+            "exact_name" => &mut self.exact_name,
+            "partial_symbol" => &mut self.partial_symbol,
+            "definition_identifier" => &mut self.definition_identifier,
+            "definition" => &mut self.definition,
+            "path_terms" => &mut self.path_terms,
+            "path_match" => &mut self.path_match,
+            "test" => &mut self.test,
+            "vendored" => &mut self.vendored,
+            "generated" => &mut self.generated,
+            "docs" => &mut self.docs,
+            _ => return None,
+        })
+    }
+
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<f32> {
+        self.clone().slot(name).map(|v| *v)
+    }
+
+    /// Sets one factor (benchmarks use this for ablations: 1.0 turns a multiplicative rule
+    /// off, 0.0 an additive one).
+    pub fn set(&mut self, name: &str, value: f32) -> Result<(), String> {
+        if !value.is_finite() || value < 0.0 {
+            return Err(format!(
+                "ranking weight {name} must be a finite number >= 0, not {value}"
+            ));
+        }
+        let slot = self.slot(name).ok_or_else(|| {
+            format!(
+                "unknown ranking weight {name:?} (known: {})",
+                Self::NAMES.join(", ")
+            )
+        })?;
+        *slot = value;
+        Ok(())
+    }
+}
+
 /// What the ranking layer knows about one candidate.
 #[derive(Clone, Copy, Debug)]
 pub struct Candidate<'a> {
@@ -381,6 +440,7 @@ pub fn diversify<T, K: std::hash::Hash + Eq>(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -512,6 +572,22 @@ mod tests {
         assert!(is_test_scope("TestStore.open") && is_test_scope("StoreTest.open"));
         assert!(is_test_scope("tests::publish_works") && is_test_scope("test_open"));
         assert!(!is_test_scope("Tester.attest") && !is_test_scope("Contest.latest"));
+    }
+
+    #[test]
+    fn weights_are_set_by_name_and_validated() {
+        let mut w = Weights::default();
+        for name in Weights::NAMES {
+            assert!(w.get(name).is_some(), "{name} has a slot");
+        }
+        w.set("test", 1.0).unwrap();
+        assert_eq!(w.get("test"), Some(1.0));
+        assert!(
+            w.set("nope", 1.0)
+                .unwrap_err()
+                .contains("unknown ranking weight")
+        );
+        assert!(w.set("docs", f32::NAN).is_err() && w.set("docs", -1.0).is_err());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! Thin by design: argument conversion, GIL release around every real piece of work, and the
 //! one place where core errors become Python exceptions.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
@@ -179,6 +180,19 @@ impl NativeIndex {
         let engine = self.engine()?;
         let status = py.detach(|| engine.status()).map_err(to_py)?;
         status_dict(py, &status)
+    }
+
+    fn weights(&self) -> PyResult<BTreeMap<&'static str, f32>> {
+        let weights = self.engine()?.weights();
+        Ok(coderecall_core::rank::Weights::NAMES
+            .iter()
+            .filter_map(|name| Some((*name, weights.get(name)?)))
+            .collect())
+    }
+
+    fn set_weights(&self, values: BTreeMap<String, f32>) -> PyResult<()> {
+        let values: Vec<(String, f32)> = values.into_iter().collect();
+        self.engine()?.set_weights(&values).map_err(to_py)
     }
 
     fn get_meta(&self, py: Python<'_>, key: &str) -> PyResult<Option<String>> {
