@@ -134,6 +134,9 @@ pub type FileStat = (String, i64, i64, Option<String>);
 /// A path's documents, ready to insert: ordinal, ranking facts, analyzed fields.
 type PathDocs = Vec<(u32, DocMeta, AnalyzedDoc)>;
 
+/// Documents analysed ahead of reconciliation, by (path, content hash).
+type Prepared = HashMap<(String, i64), PathDocs>;
+
 /// Per-document facts the ranking layer needs without touching SQLite.
 #[derive(Clone, Debug)]
 struct DocMeta {
@@ -312,23 +315,27 @@ fn doc_meta(c: &Chunk) -> DocMeta {
     }
 }
 
-fn analyze_chunk(entry: &ViewEntry, c: &Chunk) -> AnalyzedDoc {
-    let symbol_path = join_symbol_path(
-        &module_path(&entry.path, entry.language),
-        &c.local_path,
-        entry.language,
-    );
-    let body = if c.context.is_empty() {
-        Cow::Borrowed(c.content.as_str())
-    } else {
-        Cow::Owned(format!("{}\n{}", c.context, c.content))
-    };
-    analyze_doc(&DocFields {
-        name: &c.names,
-        symbol_path: &symbol_path,
-        path: &entry.path,
-        body: &body,
-    })
+/// The lexical documents of one path's chunks, keyed by ordinal.
+fn path_docs(path: &str, language: Language, chunks: &[Chunk]) -> PathDocs {
+    let module = module_path(path, language);
+    (0_u32..)
+        .zip(chunks)
+        .map(|(ordinal, c)| {
+            let symbol_path = join_symbol_path(&module, &c.local_path, language);
+            let body = if c.context.is_empty() {
+                Cow::Borrowed(c.content.as_str())
+            } else {
+                Cow::Owned(format!("{}\n{}", c.context, c.content))
+            };
+            let analyzed = analyze_doc(&DocFields {
+                name: &c.names,
+                symbol_path: &symbol_path,
+                path,
+                body: &body,
+            });
+            (ordinal, doc_meta(c), analyzed)
+        })
+        .collect()
 }
 
 /// One index directory, shared by every thread of a process.
@@ -604,29 +611,48 @@ impl Engine {
                 .filter(|(_, r)| !r.is_sticky())
                 .map(|(p, _)| p.clone()),
         );
-        let generation = {
-            let mut writer = Self::lock(&self.writer);
-            let in_view: HashSet<String> = writer
-                .view(DEFAULT_VIEW)?
-                .into_iter()
-                .map(|e| e.path)
+        let by_hash: HashMap<i64, &FileVersion> = versions.iter().map(|v| (v.hash, v)).collect();
+        // Documents of new content do not depend on the store: analyse them on the pool while
+        // one thread commits to SQLite, instead of one after the other.
+        let (published, prepared) = std::thread::scope(|scope| {
+            let publish = scope.spawn(|| -> Result<(u64, u64)> {
+                let mut writer = Self::lock(&self.writer);
+                let in_view: HashSet<String> = writer
+                    .view(DEFAULT_VIEW)?
+                    .into_iter()
+                    .map(|e| e.path)
+                    .collect();
+                let removed = to_remove
+                    .iter()
+                    .chain(remembered.iter().map(|s| &s.path))
+                    .filter(|p| in_view.contains(*p))
+                    .count() as u64;
+                let changes = Changes {
+                    versions: &versions,
+                    upserts: &upserts,
+                    removed: &to_remove,
+                    skipped: &remembered,
+                };
+                let generation = writer.publish(DEFAULT_VIEW, &changes, || self.check_cancel())?;
+                Ok((generation, removed))
+            });
+            let prepared: Prepared = upserts
+                .par_iter()
+                .filter_map(|u| {
+                    let version = by_hash.get(&u.file_hash)?;
+                    let docs = path_docs(&u.path, version.language, &version.chunks);
+                    Some(((u.path.clone(), u.file_hash), docs))
+                })
                 .collect();
-            stats.files_removed = to_remove
-                .iter()
-                .chain(remembered.iter().map(|s| &s.path))
-                .filter(|p| in_view.contains(*p))
-                .count() as u64;
-            let changes = Changes {
-                versions: &versions,
-                upserts: &upserts,
-                removed: &to_remove,
-                skipped: &remembered,
-            };
-            writer.publish(DEFAULT_VIEW, &changes, || self.check_cancel())?
-        };
+            let published = publish.join().unwrap_or_else(|_| {
+                Err(Error::InvalidArgument("the store writer panicked".into()))
+            });
+            (published, prepared)
+        });
+        let (generation, removed) = published?;
+        stats.files_removed = removed;
         stats.generation = generation;
-        let fresh: HashMap<i64, &FileVersion> = versions.iter().map(|v| (v.hash, v)).collect();
-        self.reconcile(&fresh)?;
+        self.reconcile(prepared)?;
         stats.skipped.sort();
         Ok(stats)
     }
@@ -641,7 +667,7 @@ impl Engine {
             .generation;
         if generation != current {
             let pool = self.pool()?;
-            pool.install(|| self.reconcile(&HashMap::new()))?;
+            pool.install(|| self.reconcile(Prepared::new()))?;
         }
         Ok(())
     }
@@ -649,7 +675,7 @@ impl Engine {
     /// Makes the lexical index reflect the store's view exactly, rebuilding the documents of
     /// every path whose content changed (from `fresh` versions when given, else from SQLite),
     /// then saves a snapshot stamped with the generation.
-    fn reconcile(&self, fresh: &HashMap<i64, &FileVersion>) -> Result<()> {
+    fn reconcile(&self, mut prepared: Prepared) -> Result<()> {
         let (generation, view) = {
             let reader = Self::lock(&self.reader);
             reader.snapshot(DEFAULT_VIEW)?
@@ -679,29 +705,24 @@ impl Engine {
             .iter()
             .filter(|e| !lexical.paths.contains_key(&e.path_id))
             .collect();
-        // SQLite reads are sequential; analysis runs in parallel.
-        // Chunks just parsed are borrowed; others are read back from SQLite.
-        let mut loaded: Vec<(&ViewEntry, Cow<'_, [Chunk]>)> = Vec::with_capacity(missing.len());
+        // Documents prepared from fresh content are used as they are; the rest are rebuilt
+        // from stored chunks (SQLite reads are sequential, analysis runs in parallel).
+        let mut analyzed: Vec<(&ViewEntry, PathDocs)> = Vec::with_capacity(missing.len());
+        let mut loaded: Vec<(&ViewEntry, Vec<Chunk>)> = Vec::new();
         {
             let reader = Self::lock(&self.reader);
             for entry in missing {
-                let chunks = match fresh.get(&entry.file_hash) {
-                    Some(v) => Cow::Borrowed(v.chunks.as_slice()),
-                    None => Cow::Owned(reader.chunks(entry.file_hash)?),
-                };
-                loaded.push((entry, chunks));
+                match prepared.remove(&(entry.path.clone(), entry.file_hash)) {
+                    Some(docs) => analyzed.push((entry, docs)),
+                    None => loaded.push((entry, reader.chunks(entry.file_hash)?)),
+                }
             }
         }
-        let analyzed: Vec<(&ViewEntry, PathDocs)> = loaded
-            .par_iter()
-            .map(|(entry, chunks)| {
-                let docs = (0_u32..)
-                    .zip(chunks.iter())
-                    .map(|(ordinal, c)| (ordinal, doc_meta(c), analyze_chunk(entry, c)))
-                    .collect();
-                (*entry, docs)
-            })
-            .collect();
+        analyzed.par_extend(
+            loaded
+                .par_iter()
+                .map(|(entry, chunks)| (*entry, path_docs(&entry.path, entry.language, chunks))),
+        );
         let bulk = analyzed.len() > lexical.paths.len();
         for (entry, docs) in analyzed {
             lexical.insert_path(entry, docs);

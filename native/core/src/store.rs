@@ -420,7 +420,7 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
             let mut insert_chunk = tx.prepare_cached(
-                "INSERT OR REPLACE INTO chunks (file_hash, ordinal, start_line, end_line, kind,
+                "INSERT INTO chunks (file_hash, ordinal, start_line, end_line, kind,
                     symbol, local_path, names, context, content, content_hash)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )?;
@@ -432,7 +432,9 @@ impl Store {
                 let size = i64::try_from(v.size).unwrap_or(i64::MAX);
                 if insert_file.execute(params![v.hash, v.language.name(), size, v.lines, now])? == 0
                 {
-                    continue; // another writer stored this version first
+                    // Stored before (by another writer, or kept as an orphan): its chunks are
+                    // there too, so plain inserts below never conflict.
+                    continue;
                 }
                 for (ordinal, c) in (0_i64..).zip(&v.chunks) {
                     insert_chunk.execute(params![
