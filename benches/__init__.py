@@ -1,0 +1,1 @@
+"""Benchmarks for coderecall: pinned corpora, speed and retrieval quality."""

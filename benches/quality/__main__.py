@@ -1,0 +1,325 @@
+"""Retrieval quality of coderecall against BM25 windows and ripgrep on pinned corpora.
+
+    python -m benches.quality [--quick] [--projects a,b] [--family doc|symbol] [--json]
+                              [--ablate RULE[,RULE+RULE...]] [--cap N] [--seed N] [--cache DIR]
+
+Prints markdown tables (or JSON with ``--json``); progress goes to stderr. Exit 0 on success,
+1 with a one-line message on failure, 2 on usage errors. See ``benches/quality/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from benches import corpora
+from benches.quality.baselines import (
+    BM25Windows,
+    Hit,
+    build_bm25,
+    ripgrep,
+    ripgrep_search,
+)
+from benches.quality.metrics import Outcome, chunk_rank, file_rank
+from benches.quality.queries import (
+    DOC,
+    FAMILIES,
+    SYMBOL,
+    DocTarget,
+    Query,
+    make_copy,
+    sample_doc,
+    sample_symbol,
+    source_files,
+)
+from benches.quality.report import ProjectInfo, Record, markdown, to_json
+from coderecall import CodeIndex
+from coderecall import Error as CoderecallError
+
+SEED = 20240601
+CAP = 60
+QUICK_CAP = 20
+LIMIT = 10
+VERSION = 1
+"""Bump when sampling or blanking changes, so cached copies are not reused."""
+
+
+class BenchError(Exception):
+    """A failure worth one clear line (missing corpus module, unknown rule, ...)."""
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benches.quality", description=__doc__.split("\n")[0] if __doc__ else ""
+    )
+    parser.add_argument("--quick", action="store_true", help="the quick corpora, fewer queries")
+    parser.add_argument("--projects", help="comma-separated corpus names (default: all)")
+    parser.add_argument("--family", choices=FAMILIES, help="run one query family only")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
+    parser.add_argument(
+        "--ablate",
+        default="",
+        help="comma-separated ranking rules to disable, one extra row each; join with + "
+        "to disable several together (exact_symbol,path_terms+path_match)",
+    )
+    parser.add_argument("--cap", type=int, help=f"queries per project and family ({CAP})")
+    parser.add_argument("--seed", type=int, default=SEED, help=f"sampling seed ({SEED})")
+    parser.add_argument("--cache", type=Path, help="cache folder for corpora and copies")
+    args = parser.parse_args(argv)
+    if args.cap is None:
+        args.cap = QUICK_CAP if args.quick else CAP
+    if args.cap < 1:
+        parser.error("--cap must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        log("quality: interrupted")
+        return 130
+    except BenchError as exc:
+        log(f"quality: {exc}")
+        return 1
+    except (CoderecallError, OSError, RuntimeError, ValueError) as exc:
+        log(f"quality: {type(exc).__name__}: {exc}")
+        return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    cache: Path = args.cache or corpora.default_cache()
+    names = [n.strip() for n in args.projects.split(",") if n.strip()] if args.projects else None
+    families = (args.family,) if args.family else FAMILIES
+    ablations = [spec.strip() for spec in args.ablate.split(",") if spec.strip()]
+    started = time.perf_counter()
+    notes: list[str] = []
+
+    def fetch_log(message: str) -> None:
+        """Substitutions belong in the output, not only in the progress log."""
+        log(message)
+        if "substitut" in message:
+            notes.append(message)
+
+    try:
+        fetched = corpora.fetch(names, quick=args.quick, cache=cache, log=fetch_log)
+    except Exception as exc:  # the corpus module's own errors vary: report any in one line
+        raise BenchError(f"fetching the corpora failed: {type(exc).__name__}: {exc}") from exc
+    if not fetched:
+        raise BenchError("no corpus to run")
+    rg = ripgrep()
+    if rg is None:
+        notes.append("ripgrep (`rg`) is not installed: its row is skipped (apt install ripgrep)")
+    projects: list[ProjectInfo] = []
+    records: list[Record] = []
+    for corpus in fetched:
+        info = ProjectInfo(
+            corpus.name, corpus.language, corpus.version, corpus.source, corpus.archive_sha256
+        )
+        projects.append(info)
+        records += run_project(corpus, info, families, args, cache, rg, ablations, notes)
+    seconds = time.perf_counter() - started
+    notes.append(
+        f"{len(records)} results in {seconds:.0f} s; seed {args.seed}, cap {args.cap} per "
+        f"project and family; BM25 windows: 40 lines, non-overlapping; averages are over "
+        f"queries (micro)"
+    )
+    settings = {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
+        "python": platform.python_version(),
+        "seed": args.seed,
+        "cap": args.cap,
+        "quick": args.quick,
+        "families": list(families),
+        "ablations": ablations,
+        "seconds": seconds,
+    }
+    if args.json:
+        print(json.dumps(to_json(projects, records, notes, settings), indent=1))
+    else:
+        print(f"# Retrieval quality ({settings['date']}, {settings['machine']})\n")
+        print(markdown(projects, records, notes), end="")
+    return 0
+
+
+def run_project(
+    corpus: corpora.Corpus,
+    info: ProjectInfo,
+    families: Sequence[str],
+    args: argparse.Namespace,
+    cache: Path,
+    rg: str | None,
+    ablations: Sequence[str],
+    notes: list[str],
+) -> list[Record]:
+    """Sample, blank, index, and run every system on one corpus."""
+    name = corpus.name
+    root = corpus.root
+    log(f"[{name}] sampling queries from {root}")
+    files = source_files(root)
+    queries: list[Query] = []
+    edits: dict[str, list[DocTarget]] = {}
+    if DOC in families:
+        doc, edits, candidates = sample_doc(name, files, args.cap, args.seed)
+        queries += doc
+        info.candidates[DOC] = candidates
+    if SYMBOL in families:
+        symbol, candidates = sample_symbol(name, files, args.cap, args.seed)
+        queries += symbol
+        info.candidates[SYMBOL] = candidates
+    key = hashlib.sha256(
+        json.dumps(
+            [
+                VERSION,
+                corpus.archive_sha256,
+                str(root),
+                sorted((p, [t.doc_start for t in ts]) for p, ts in edits.items()),
+            ]
+        ).encode()
+    ).hexdigest()[:12]
+    work = cache / "quality" / f"{name}-{key}"
+    _drop_stale_copies(work)
+    tree = work / "tree"
+    log(f"[{name}] blanked copy at {tree} ({sum(map(len, edits.values()))} doc comments)")
+    make_copy(root, tree, edits)
+
+    with CodeIndex(tree, {"index_dir": work / "index"}, force=True) as index:
+        started = time.perf_counter()
+        index.index(force=True, progress=False)  # fresh chunks even if the core changed
+        info.index_seconds = time.perf_counter() - started
+        native = index._open()
+        indexed = {p for p, (_, _, reason) in native.file_stats().items() if reason is None}
+        info.files = len(indexed)
+        kept = [q for q in queries if q.path in indexed]
+        if len(kept) < len(queries):
+            notes.append(f"{name}: {len(queries) - len(kept)} queries target unindexed files")
+        for family in families:
+            info.queries[family] = sum(1 for q in kept if q.family == family)
+            if info.queries[family] < args.cap:
+                notes.append(
+                    f"{name}: {info.queries[family]} {family} queries, fewer than the cap "
+                    f"{args.cap} (only {info.candidates[family]} candidates)"
+                )
+        log(
+            f"[{name}] {info.files} files indexed in {info.index_seconds:.1f} s; "
+            f"{len(kept)} queries"
+        )
+
+        def coderecall(query: str) -> list[Hit]:
+            hits = index.search(query, limit=LIMIT, with_content=False)
+            return [(h.path, h.start_line, h.end_line) for h in hits]
+
+        coderecall("warm up")
+        records = evaluate("coderecall", coderecall, kept)
+        records += run_ablations(native, coderecall, kept, ablations, notes)
+
+    started = time.perf_counter()
+    bm25 = build_bm25(tree, indexed)
+    info.windows = len(bm25.windows)
+    log(f"[{name}] BM25 over {info.windows} windows built in {time.perf_counter() - started:.1f} s")
+    records += evaluate("bm25-windows", _bm25_search(bm25), kept)
+    if rg is not None:
+        records += evaluate(
+            "ripgrep",
+            lambda q: ripgrep_search(rg, tree, q, indexed, LIMIT),
+            kept,
+            chunk_level=False,
+        )
+    return records
+
+
+def _drop_stale_copies(work: Path) -> None:
+    """Remove this project's copies made for other query sets, so the cache does not grow."""
+    name = work.name[: -len("-0123456789ab")]
+    stale = re.compile(rf"{re.escape(name)}-[0-9a-f]{{12}}(\.complete)?")
+    if not work.parent.is_dir():
+        return
+    for entry in work.parent.iterdir():
+        if entry.name not in (work.name, f"{work.name}.complete") and stale.fullmatch(entry.name):
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+
+def _bm25_search(bm25: BM25Windows) -> Callable[[str], list[Hit]]:
+    return lambda query: bm25.search(query, LIMIT)
+
+
+def evaluate(
+    system: str,
+    search: Callable[[str], list[Hit]],
+    queries: Sequence[Query],
+    *,
+    chunk_level: bool = True,
+) -> list[Record]:
+    records = []
+    for query in queries:
+        started = time.perf_counter()
+        hits = search(query.text)
+        seconds = time.perf_counter() - started
+        outcome = Outcome(
+            chunk_rank(hits, query.path, query.ranges) if chunk_level else None,
+            file_rank(hits, query.path),
+            seconds,
+            chunk_level,
+        )
+        records.append(Record(system, query, outcome))
+    return records
+
+
+def run_ablations(
+    native: Any,
+    search: Callable[[str], list[Hit]],
+    queries: Sequence[Query],
+    ablations: Sequence[str],
+    notes: list[str],
+) -> list[Record]:
+    """Rows of coderecall with ranking rules disabled (their factor set to 1.0).
+
+    The weights live in the native core; ``set_weights`` changes them for this handle only
+    and the originals are restored afterwards.
+    """
+    if not ablations:
+        return []
+    set_weights = getattr(native, "set_weights", None)
+    get_weights = getattr(native, "weights", None)
+    if set_weights is None or get_weights is None:
+        note = "ablations unavailable: this build has no NativeIndex.set_weights"
+        if note not in notes:
+            notes.append(note)
+        return []
+    base = {str(k): float(v) for k, v in dict(get_weights()).items()}
+    records: list[Record] = []
+    for spec in ablations:
+        rules = spec.split("+")
+        unknown = [rule for rule in rules if rule not in base]
+        if unknown:
+            raise BenchError(f"unknown ranking rule {unknown[0]!r}; known: {', '.join(base)}")
+        set_weights({**base, **dict.fromkeys(rules, 1.0)})
+        try:
+            records += evaluate(f"coderecall -{spec}", search, queries)
+        finally:
+            set_weights(base)
+    return records
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""The quality benchmark's own parts: metrics, query building, blanking, the BM25 baseline."""
+
+from __future__ import annotations
+
+import ast
+import math
+import textwrap
+
+import pytest
+from benches.quality.baselines import BM25Windows
+from benches.quality.metrics import Outcome, chunk_rank, file_rank, scores, summarize
+from benches.quality.queries import (
+    DOC,
+    SourceFile,
+    blank,
+    clean_markup,
+    doc_targets,
+    first_sentence,
+    is_good_sentence,
+    is_target_path,
+    sample_doc,
+    sample_symbol,
+)
+from benches.quality.report import split
+
+# --- metrics ------------------------------------------------------------------------------------
+
+
+def test_scores_at_known_ranks() -> None:
+    assert scores(1) == {"R@1": 1.0, "R@5": 1.0, "R@10": 1.0, "MRR@10": 1.0, "NDCG@10": 1.0}
+    third = scores(3)
+    assert (third["R@1"], third["R@5"], third["R@10"]) == (0.0, 1.0, 1.0)
+    assert third["MRR@10"] == pytest.approx(1 / 3)
+    assert third["NDCG@10"] == pytest.approx(0.5)  # 1 / log2(4)
+    seventh = scores(7)
+    assert (seventh["R@5"], seventh["R@10"]) == (0.0, 1.0)
+    assert seventh["NDCG@10"] == pytest.approx(1 / math.log2(8))
+    assert scores(11) == dict.fromkeys(("R@1", "R@5", "R@10", "MRR@10", "NDCG@10"), 0.0)
+    assert scores(None)["MRR@10"] == 0.0
+
+
+def test_chunk_and_file_ranks() -> None:
+    hits = [("a.py", 1, 10), ("b.py", 1, 5), ("b.py", 20, 30), ("a.py", 40, 50), ("c.py", 1, 2)]
+    assert chunk_rank(hits, "b.py", [(25, 26)]) == 3
+    assert chunk_rank(hits, "b.py", [(6, 19)]) is None  # same file, no overlap
+    assert chunk_rank(hits, "a.py", [(100, 120), (45, 45)]) == 4
+    assert file_rank(hits, "b.py") == 2
+    assert file_rank(hits, "c.py") == 3  # a repeated file counts once, at its first place
+    assert file_rank(hits, "d.py") is None
+
+
+def test_summary_is_a_mean_over_queries() -> None:
+    summary = summarize([Outcome(1, 1, 0.001), Outcome(2, 1, 0.003), Outcome(None, 4, 0.002)])
+    assert summary.queries == 3
+    assert summary.chunk is not None
+    assert summary.chunk["R@1"] == pytest.approx(1 / 3)
+    assert summary.chunk["MRR@10"] == pytest.approx((1 + 0.5 + 0) / 3)
+    assert summary.file["R@1"] == pytest.approx(2 / 3)
+    assert summary.median_ms == pytest.approx(2.0)
+    assert summarize([Outcome(None, 1, 0.0, chunk_level=False)]).chunk is None
+
+
+def test_split_alternates_sorted_projects() -> None:
+    assert split(["rich", "attrs", "regex", "jq"]) == {
+        "attrs": "dev",
+        "jq": "holdout",
+        "regex": "dev",
+        "rich": "holdout",
+    }
+
+
+# --- sentences ----------------------------------------------------------------------------------
+
+
+def test_markup_is_cleaned() -> None:
+    assert clean_markup("Return the `Foo` for {@link java.util.Map map}.") == (
+        "Return the Foo for map."
+    )
+    assert clean_markup("Use :class:`~rich.text.Text` and :func:`print`.") == (
+        "Use rich.text.Text and print."
+    )
+    assert clean_markup("See [`Regex::new`](crate::Regex) and [the docs][ref].") == (
+        "See Regex::new and the docs."
+    )
+    assert clean_markup("A <b>bold</b> &amp; <code>Vec&lt;T&gt;</code> **move**.") == (
+        "A bold & Vec<T> move."
+    )
+    assert clean_markup("Sets @param name to the value") == "Sets name to the value"
+
+
+def test_first_sentence_stops_at_the_first_period_and_tags() -> None:
+    doc = "Parse the input, e.g. a file, into tokens.\nMore text here.\n\nDetails."
+    assert first_sentence(doc) == "Parse the input, e.g. a file, into tokens."
+    assert first_sentence("Builds the tree\nfrom a list of nodes\n@param nodes the nodes") == (
+        "Builds the tree from a list of nodes"
+    )
+    assert first_sentence("Values are\n- functions\n- classes") == "Values are"
+    assert is_good_sentence("Parse the input, e.g. a file, into tokens.")
+    assert not is_good_sentence("Parse the input.")
+    assert not is_good_sentence(" ".join(["word"] * 41))
+
+
+# --- blanking -----------------------------------------------------------------------------------
+
+PYTHON = textwrap.dedent(
+    '''\
+    import functools
+
+
+    class Client:
+        """A client."""
+
+        @functools.cache
+        def send(self, data: bytes) -> int:
+            """Send the bytes to the server and return how many were written.
+
+            Args:
+                data: what to send, with "quotes" and 'apostrophes'.
+            """
+            return len(data)
+
+        def close(self): """Close the connection to the remote server right now."""
+
+
+    def helper() -> None:
+        r"""Do a small thing for the module, quickly and without any fuss."""  # trailing
+        pass
+    '''
+)
+
+
+def test_python_docstrings_are_blanked_and_the_file_still_parses() -> None:
+    targets = doc_targets("client.py", PYTHON, "python")
+    by_name = {t.symbol: t for t in targets}
+    assert set(by_name) == {"Client.send", "helper"}  # one-line def: nothing to blank
+    send = by_name["Client.send"]
+    assert (send.kind, send.start, send.end) == ("method", 7, 14)
+    assert send.sentence == "Send the bytes to the server and return how many were written."
+    blanked = blank(PYTHON, targets)
+    assert len(blanked.splitlines()) == len(PYTHON.splitlines())
+    tree = ast.parse(blanked)
+    assert "Send the bytes" not in blanked
+    assert "quickly" not in blanked
+    assert "# trailing" in blanked
+    helper = tree.body[-1]
+    assert isinstance(helper, ast.FunctionDef)
+    assert ast.get_docstring(helper) == ""
+    for old, new in zip(PYTHON.splitlines(), blanked.splitlines(), strict=True):
+        if "Send" not in old and "data:" not in old and "Args" not in old and '"""' not in old:
+            assert old == new
+
+
+RUST = """\
+/// Parses the pattern into an abstract syntax tree for later use.
+///
+/// More details.
+#[inline]
+pub fn parse(pattern: &str) -> Ast {
+    // an inner comment stays
+    Ast::new(pattern)
+}
+
+impl Ast {
+    /** Returns the number of nodes in this tree, counting every leaf. */
+    pub fn len(&self) -> usize { 0 }
+}
+"""
+
+JS = """\
+/**
+ * Creates a rule to match one or more of the rules separated by a comma.
+ * @param {Rule} rule
+ */
+function commaSep1(rule) {
+  return seq(rule, repeat(seq(',', rule)));
+}
+"""
+
+GO = """\
+package mux
+
+// Walk walks the router and all its sub-routers, calling walkFn for each route.
+// More text follows here.
+func (r *Router) Walk(walkFn WalkFunc) error {
+	return r.walk(walkFn, []*Route{})
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "language", "sentence"),
+    [
+        ("lib.rs", RUST, "rust", "Parses the pattern into an abstract syntax tree for later use."),
+        (
+            "grammar.js",
+            JS,
+            "javascript",
+            "Creates a rule to match one or more of the rules separated by a comma.",
+        ),
+        (
+            "mux.go",
+            GO,
+            "go",
+            "Walk walks the router and all its sub-routers, calling walkFn for each route.",
+        ),
+    ],
+)
+def test_comment_blanking_keeps_every_other_line(
+    path: str, text: str, language: str, sentence: str
+) -> None:
+    targets = doc_targets(path, text, language)
+    assert sentence in [t.sentence for t in targets]
+    blanked = blank(text, targets)
+    old_lines, new_lines = text.splitlines(), blanked.splitlines()
+    assert len(new_lines) == len(old_lines)
+    doc_lines = {t.doc_start + i for t in targets for i in range(len(t.replacement))}
+    for number, (old, new) in enumerate(zip(old_lines, new_lines, strict=True), 1):
+        if number in doc_lines:
+            assert new.strip() in {"///", "//", "/**", "*", "*/", "/** */"}, new
+            assert new[: len(new) - len(new.lstrip())] == old[: len(old) - len(old.lstrip())]
+        else:
+            assert new == old
+    assert sentence.split()[1] not in "\n".join(new_lines[i - 1] for i in doc_lines)
+
+
+def test_rust_block_doc_is_found() -> None:
+    targets = {t.symbol: t for t in doc_targets("lib.rs", RUST, "rust")}
+    assert targets["Ast::len"].sentence == (
+        "Returns the number of nodes in this tree, counting every leaf."
+    )
+    assert targets["Ast::len"].replacement == ("    /** */",)
+
+
+# --- sampling -----------------------------------------------------------------------------------
+
+
+def _files() -> list[SourceFile]:
+    out = [SourceFile("lib.rs", "rust", RUST), SourceFile("grammar.js", "javascript", JS)]
+    for i in range(12):
+        source = PYTHON.replace("Client", f"Client{i}").replace("helper", f"helper{i}")
+        source = source.replace("the server", f"server number {i}")
+        out.append(SourceFile(f"pkg/mod{i}.py", "python", source))
+    out.append(SourceFile("tests/test_x.py", "python", PYTHON.replace("server", "tested server")))
+    return out
+
+
+def test_sampling_is_deterministic_and_skips_tests() -> None:
+    first, edits, candidates = sample_doc("demo", _files(), 5, seed=7)
+    again, _, _ = sample_doc("demo", _files(), 5, seed=7)
+    other, _, _ = sample_doc("demo", _files(), 5, seed=8)
+    assert first == again
+    assert [q.text for q in first] != [q.text for q in other]
+    assert len(first) == 5
+    assert all(q.family == DOC and not q.path.startswith("tests/") for q in first)
+    # helper0..11 share a sentence: only the 12 send methods and the 3 non-Python docs qualify
+    assert candidates == 15
+    assert sorted(edits) == sorted({q.path for q in first})
+    symbols, _ = sample_symbol("demo", _files(), 10, seed=7)
+    assert symbols == sample_symbol("demo", _files(), 10, seed=7)[0]
+    texts = [q.text for q in symbols]
+    assert any("." in t or "::" in t for t in texts)
+    assert any("." not in t and "::" not in t for t in texts)
+    assert "send" not in texts  # defined in many files: no single answer
+
+
+def test_target_paths() -> None:
+    assert is_target_path("src/parse.rs")
+    assert not is_target_path("tests/parse.rs")
+    assert not is_target_path("pkg/test_parse.py")
+    assert not is_target_path("vendor/x/y.go")
+    assert not is_target_path("router_test.go")
+    assert not is_target_path("src/iter/test.rs")
+    assert not is_target_path("lib/dom.generated.d.ts")
+
+
+# --- BM25 windows -------------------------------------------------------------------------------
+
+
+def test_bm25_windows_ranks_the_obvious_window_first() -> None:
+    index = BM25Windows(window=3)
+    index.add("a.txt", "alpha beta\ngamma\ndelta\nrefresh the access token\nnow\nthen\nend")
+    index.add("b.txt", "token\nsomething else\nentirely")
+    index.add("c.txt", "nothing\nhere\nat all")
+    index.finish()
+    assert len(index.windows) == 5
+    assert index.search("refresh access token", limit=3)[0] == ("a.txt", 4, 6)
+    assert index.search("token", limit=10)[0][0] == "b.txt"  # shorter window wins a tie
+    assert index.search("missing words") == []
