@@ -64,10 +64,13 @@ def test_sigkill_at_random_moments_then_reindex_matches_fresh_build(
     assert probe.wait(timeout=300) == 0
     full = time.perf_counter() - started
 
+    original = {path: path.read_text() for path in (root / "pkg").iterdir()}
     rng = random.Random(20261121)
     index_dir = tmp_path / "killed"
-    kills = 0
-    for _ in range(8):
+    kills = attempts = 0
+    # Load changes how long a run takes, so keep going until 8 runs were really killed.
+    while kills < 8 and attempts < 30:
+        attempts += 1
         proc = start_indexer(root, index_dir)
         time.sleep(rng.uniform(0.05, full * 1.1))
         if proc.poll() is None:
@@ -79,10 +82,14 @@ def test_sigkill_at_random_moments_then_reindex_matches_fresh_build(
             survivor.status()
             for q in QUERIES:
                 survivor.search(q, limit=3)
-        # Touch a few files so the next run also re-hashes known content.
-        for m in rng.sample(range(600), 5):
-            os.utime(root / "pkg" / f"module_{m}.py")
-    assert kills >= 4, "most runs were interrupted"
+        # Give the next run real work: new content to parse, store and publish.
+        for m in rng.sample(range(600), 150):
+            path = root / "pkg" / f"module_{m}.py"
+            path.write_text(original[path] + f"\nEDITED_{attempts} = {m}\n")
+    assert kills == 8, f"only {kills} of {attempts} runs were still running when killed"
+
+    for path, text in original.items():
+        path.write_text(text)
 
     with CodeIndex(root, {"index_dir": index_dir}) as recovered:
         recovered.index(progress=False)

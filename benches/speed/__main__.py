@@ -1,0 +1,5 @@
+"""Entry point of ``python -m benches.speed``."""
+
+from .run import main
+
+raise SystemExit(main())

@@ -1,0 +1,125 @@
+"""The trees a run measures: corpora picked by size, a concatenated large tree, a 10k-file tree.
+
+Copies are plain files (no symlinks, which coderecall never follows, and no hard links, which
+an edit would leak into the cache), made once under the cache and reused once a sibling
+``.complete`` marker says the copy finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+COMMENTS = {
+    "#": (".py", ".rb", ".sh", ".bash", ".pl", ".toml", ".yaml", ".yml", ".r"),
+    "//": (
+        ".rs",
+        ".go",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".hpp",
+        ".cxx",
+        ".java",
+        ".js",
+        ".ts",
+        ".tsx",
+        ".jsx",
+        ".kt",
+        ".swift",
+        ".scala",
+        ".cs",
+        ".php",
+        ".zig",
+        ".mjs",
+    ),
+    "--": (".lua", ".sql"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One row of the tables: a tree to index, and where it came from."""
+
+    label: str
+    root: Path
+    source: str
+    exclude: tuple[str, ...] = ()
+    parts: tuple[str, ...] = field(default=())
+
+
+def line_count(root: Path, paths: Sequence[str]) -> int:
+    total = 0
+    for path in paths:
+        try:
+            total += (root / path).read_bytes().count(b"\n")
+        except OSError:
+            continue
+    return total
+
+
+def comment_for(path: str) -> str | None:
+    """The line-comment prefix of ``path``'s language, or None when unknown."""
+    suffix = Path(path).suffix.lower()
+    for prefix, suffixes in COMMENTS.items():
+        if suffix in suffixes:
+            return prefix
+    return None
+
+
+def edit_candidate(root: Path, paths: Sequence[str]) -> tuple[str, str] | None:
+    """The median-size file with a known comment syntax, and that syntax: a typical edit."""
+    sized = []
+    for path in paths:
+        comment = comment_for(path)
+        if comment is not None:
+            sized.append(((root / path).stat().st_size, path, comment))
+    if not sized:
+        return None
+    sized.sort()
+    _, path, comment = sized[len(sized) // 2]
+    return path, comment
+
+
+def _key(parts: Sequence[object]) -> str:
+    return hashlib.sha256("\n".join(map(str, parts)).encode()).hexdigest()[:12]
+
+
+def concatenate(cache: Path, name: str, roots: dict[str, Path]) -> Path:
+    """One tree holding a copy of each root under its own folder (built once, then reused)."""
+    target = cache / f"{name}-{_key(sorted((k, str(v)) for k, v in roots.items()))}"
+    done = target.with_name(target.name + ".complete")
+    if done.exists():
+        return target
+    if target.exists():
+        shutil.rmtree(target)
+    for label, root in sorted(roots.items()):
+        shutil.copytree(root, target / label, symlinks=True)
+    done.write_text("")
+    return target
+
+
+def many_files(cache: Path, root: Path, paths: Sequence[str], count: int) -> Path:
+    """A tree of exactly ``count`` files copied from ``paths``, repeated under ``copyN/``.
+
+    Real files keep the mix of sizes and languages of the source; repeats are byte copies,
+    which a no-op re-index costs the same as distinct files (one stat each).
+    """
+    target = cache / f"files{count}-{_key([root, count, *paths[:50], len(paths)])}"
+    done = target.with_name(target.name + ".complete")
+    if done.exists():
+        return target
+    if target.exists():
+        shutil.rmtree(target)
+    ordered = sorted(paths)
+    for number in range(count):
+        path = ordered[number % len(ordered)]
+        copy = target / f"copy{number // len(ordered)}" / path
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / path, copy)
+    done.write_text("")
+    return target
