@@ -24,7 +24,7 @@ def test_defaults_without_any_file(tmp_path: Path) -> None:
     assert config.max_file_size == DEFAULT_MAX_FILE_SIZE == 1_048_576
     assert config.index_dir is None
     assert config.respect_gitignore is True
-    assert (config.limit, config.per_file) == (10, 2)
+    assert (config.limit, config.per_file) == (10, 4)
 
 
 def test_pyproject_table_overrides_defaults(tmp_path: Path) -> None:
@@ -47,11 +47,11 @@ def test_pyproject_without_our_table_is_fine(tmp_path: Path) -> None:
 
 
 def test_dotfile_overrides_pyproject_key_by_key(tmp_path: Path) -> None:
-    write(tmp_path, "pyproject.toml", "[tool.coderecall]\nlimit = 3\nper-file = 4\n")
+    write(tmp_path, "pyproject.toml", "[tool.coderecall]\nlimit = 3\nper-file = 5\n")
     write(tmp_path, ".coderecall.toml", "limit = 5\n")
     config = load_config(tmp_path)
     assert config.limit == 5
-    assert config.per_file == 4
+    assert config.per_file == 5
 
 
 def test_environment_overrides_dotfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

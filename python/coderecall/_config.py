@@ -23,7 +23,7 @@ key                    type         default    meaning
 ``respect-gitignore``  bool         ``true``   honour ``.gitignore`` files and
                                                ``.git/info/exclude``
 ``limit``              int >= 1     ``10``     default number of search results
-``per-file``           int >= 1     ``2``      at most this many results from one file
+``per-file``           int >= 1     ``4``      at most this many results from one file
 =====================  ===========  =========  ===============================================
 
 A size is a number of bytes or a string with a unit: ``KB``/``MB``/``GB`` are powers of
@@ -84,7 +84,7 @@ class Config:
     index_dir: Path | None = None
     respect_gitignore: bool = True
     limit: int = 10
-    per_file: int = 2
+    per_file: int = 4
 
     def __post_init__(self) -> None:
         source = _Source("Config()")

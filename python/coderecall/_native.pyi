@@ -128,7 +128,7 @@ class NativeIndex:
         languages: Sequence[str] | None = None,
         directories: Sequence[str] | None = None,
         kinds: Sequence[str] | None = None,
-        per_file: int = 2,
+        per_file: int = 4,
         with_content: bool = False,
     ) -> list[HitDict]: ...
     def status(self) -> StatusDict: ...

@@ -234,6 +234,7 @@ impl Lexical {
     /// The snapshot's sidecar: what the index was built from, so a reader can reconcile it.
     fn encode_meta(&self) -> Vec<u8> {
         let mut w = codec::Writer::default();
+        w.u32(crate::analyzer::VERSION);
         w.u64(self.generation);
         w.u32(u32::try_from(self.paths.len()).unwrap_or(u32::MAX));
         for (id, p) in &self.paths {
@@ -258,6 +259,9 @@ impl Lexical {
 
     fn decode(bm25: Bm25Index, meta: &[u8]) -> Option<Lexical> {
         let mut r = codec::Reader::new(meta);
+        if r.u32()? != crate::analyzer::VERSION {
+            return None; // built with other tokens: rebuild from the store
+        }
         let generation = r.u64()?;
         let mut paths = HashMap::new();
         for _ in 0..r.u32()? {
@@ -1245,6 +1249,30 @@ def slugify(text):
         again("corrupt snapshot");
         fs::remove_file(&lexical).unwrap();
         again("missing snapshot");
+    }
+
+    #[test]
+    fn a_snapshot_from_another_analyzer_version_is_rebuilt() {
+        let repo = Repo::new(&[("util.py", UTIL)]);
+        let engine = repo.open();
+        engine
+            .update(repo.root.path(), &repo.inputs(&["util.py"]), &[], 1 << 20)
+            .unwrap();
+        let expected = search(&engine, "dashes");
+        drop(engine);
+        // Rewrite the sidecar as if an older analyzer had built the snapshot.
+        let path = repo.index.path().join(LEXICAL_FILE);
+        let (bm25, mut meta) = Bm25Index::load(&path).unwrap();
+        meta[..4].copy_from_slice(&(crate::analyzer::VERSION - 1).to_le_bytes());
+        bm25.save(&path, &meta).unwrap();
+        let engine = repo.open();
+        assert_eq!(search(&engine, "dashes"), expected);
+        let (_, meta) = Bm25Index::load(&path).unwrap();
+        assert_eq!(
+            meta[..4],
+            crate::analyzer::VERSION.to_le_bytes(),
+            "rebuilt and saved"
+        );
     }
 
     #[test]

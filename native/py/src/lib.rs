@@ -141,7 +141,7 @@ impl NativeIndex {
         Ok(())
     }
 
-    #[pyo3(signature = (query, limit=10, languages=None, directories=None, kinds=None, per_file=2, with_content=false))]
+    #[pyo3(signature = (query, limit=10, languages=None, directories=None, kinds=None, per_file=4, with_content=false))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
