@@ -348,17 +348,9 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
             }
         }
         QueryClass::NaturalLanguage => {
-            let words = query.raw.split_whitespace();
-            let mut exact = false;
-            for word in words {
-                let word = word.trim_matches(|ch: char| !(ch.is_alphanumeric() || ch == '_'));
-                if word.len() > 2 && !symbol.is_empty() && word.eq_ignore_ascii_case(&symbol) {
-                    exact = true;
-                }
-            }
-            if exact {
-                s *= w.exact_name;
-            }
+            // No exact-name boost here: a word of a sentence that happens to name a function
+            // mostly points away from the code described (doc-to-code NDCG@10 +0.01 on both
+            // halves without it; benches/quality/README.md).
             if c.kind.is_definition() {
                 s *= w.definition;
             }
