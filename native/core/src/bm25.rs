@@ -856,19 +856,29 @@ impl Bm25Index {
             }
             self.top_k(merged.into_iter(), k, filter)
         } else {
-            let mut acc = vec![0.0f32; self.keys.len()];
-            for &t in &ids {
-                let idf = idf(t);
-                for (doc, tf) in self.postings(t) {
-                    let d = doc as usize;
-                    if all_live || self.is_live(d) {
-                        let lens = &self.lens[d];
-                        acc[d] += term_score(idf, k1, tf, |f| field_norms.norm(f, lens[f]));
+            // A fresh `vec![0.0; N]` per query costs page faults on every broad query; the
+            // per-thread buffer is only cleared.
+            thread_local! {
+                static ACCUMULATOR: std::cell::RefCell<Vec<f32>> =
+                    const { std::cell::RefCell::new(Vec::new()) };
+            }
+            ACCUMULATOR.with(|cell| {
+                let mut acc = cell.borrow_mut();
+                acc.clear();
+                acc.resize(self.keys.len(), 0.0);
+                for &t in &ids {
+                    let idf = idf(t);
+                    for (doc, tf) in self.postings(t) {
+                        let d = doc as usize;
+                        if all_live || self.is_live(d) {
+                            let lens = &self.lens[d];
+                            acc[d] += term_score(idf, k1, tf, |f| field_norms.norm(f, lens[f]));
+                        }
                     }
                 }
-            }
-            let candidates = acc.into_iter().enumerate().map(|(d, s)| (d as u32, s));
-            self.top_k(candidates, k, filter)
+                let candidates = acc.iter().enumerate().map(|(d, &s)| (d as u32, s));
+                self.top_k(candidates, k, filter)
+            })
         }
     }
 

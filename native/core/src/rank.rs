@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::analyzer::analyze_to_vec;
+use crate::analyzer::{analyze_to_vec, for_each_token};
 use crate::chunk::ChunkKind;
 use crate::lang::Language;
 
@@ -394,15 +394,22 @@ fn qualifier_matches(segments: &[String], local_path: &str) -> bool {
     local.len() >= segments.len() && local[local.len() - segments.len()..] == *segments
 }
 
-/// Fraction of the symbol's (or path's) analyzer tokens that are query terms.
+/// Fraction of the symbol's (or path's) analyzer tokens that are query terms, counted
+/// without allocating (this runs for every candidate). Stems included: split tokens alone
+/// measured 0.003 lower doc-to-code NDCG@10.
 fn coverage(terms: &[String], text: &str) -> f32 {
-    let tokens = analyze_to_vec(text);
-    if tokens.is_empty() || terms.is_empty() {
+    let (mut total, mut hits) = (0_u32, 0_u32);
+    for_each_token(text, |token| {
+        total += 1;
+        if terms.iter().any(|t| t == token) {
+            hits += 1;
+        }
+    });
+    if total == 0 || terms.is_empty() {
         return 0.0;
     }
-    let hits = tokens.iter().filter(|t| terms.contains(t)).count();
     #[allow(clippy::cast_precision_loss)]
-    let fraction = hits as f32 / tokens.len() as f32;
+    let fraction = hits as f32 / total as f32;
     fraction
 }
 
