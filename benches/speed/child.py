@@ -123,7 +123,7 @@ def session(spec: Spec) -> Result:
         def search(query: str) -> None:
             index.search(query, limit=10, with_content=False)
 
-        latency = _latencies(search, queries)
+        latency = latencies(search, queries)
         return {
             "noop": noop,
             "noop_reparsed": reparsed,
@@ -163,9 +163,11 @@ def _edit(index: Any, root: Path, path: str, comment: str, run: int) -> tuple[fl
     return reindex, searchable
 
 
-def _latencies(search: Callable[[str], object], queries: dict[str, list[str]]) -> Result:
+def latencies(
+    search: Callable[[str], object], queries: dict[str, list[str]], warmup: int = WARMUP
+) -> Result:
     """Per-query milliseconds of each family, after a warm-up on the identifier queries."""
-    for query in queries["identifier"][:WARMUP]:
+    for query in queries["identifier"][:warmup]:
         search(query)
     out: Result = {}
     for family, items in queries.items():
@@ -211,7 +213,7 @@ def tantivy_phase(spec: Spec) -> Result:
     def search(query: str) -> None:
         searcher.search(index.parse_query(query, ["path", "body"]), 10, count=False)
 
-    latency = _latencies(search, json.loads(Path(spec["queries"]).read_text()))
+    latency = latencies(search, json.loads(Path(spec["queries"]).read_text()))
     return {
         "seconds": seconds,
         "index_bytes": tree_bytes(folder),
@@ -245,7 +247,7 @@ def fts5_phase(spec: Spec) -> Result:
             "SELECT path FROM docs WHERE docs MATCH ? ORDER BY rank LIMIT 10", (fts5_query(query),)
         ).fetchall()
 
-    latency = _latencies(search, json.loads(Path(spec["queries"]).read_text()))
+    latency = latencies(search, json.loads(Path(spec["queries"]).read_text()))
     connection.close()
     return {
         "seconds": seconds,
