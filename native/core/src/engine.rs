@@ -21,7 +21,9 @@ use crate::chunk::{Chunk, ChunkKind, chunk_file, join_symbol_path};
 use crate::error::{Error, Result};
 use crate::hash::content_hash;
 use crate::lang::{Language, module_path};
-use crate::rank::{Candidate, Query, QueryClass, Weights, diversify, score};
+use crate::rank::{
+    Candidate, PathClass, Query, QueryClass, Weights, classify_path, diversify, score,
+};
 use crate::store::{Changes, DEFAULT_VIEW, FileVersion, SkippedFile, Store, ViewEntry, ViewUpdate};
 
 pub const DB_FILE: &str = "index.db";
@@ -154,6 +156,8 @@ struct PathMeta {
     file_hash: i64,
     language: Language,
     chunks: u32,
+    /// Classified once here rather than for every candidate of every query.
+    class: PathClass,
 }
 
 /// The in-memory lexical state: BM25F plus what it was built from.
@@ -227,6 +231,7 @@ impl Lexical {
                 file_hash: entry.file_hash,
                 language: entry.language,
                 chunks: count,
+                class: classify_path(&entry.path),
             },
         );
     }
@@ -273,6 +278,7 @@ impl Lexical {
             paths.insert(
                 id,
                 PathMeta {
+                    class: classify_path(&path),
                     path,
                     file_hash,
                     language,
@@ -381,11 +387,6 @@ impl Engine {
         };
         engine.refresh()?;
         Ok(engine)
-    }
-
-    #[must_use]
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     fn lock<'a, T>(m: &'a Mutex<T>) -> MutexGuard<'a, T> {
@@ -805,6 +806,7 @@ impl Engine {
                 let c = Candidate {
                     bm25,
                     path: &path.path,
+                    path_class: path.class,
                     symbol: &doc.symbol,
                     local_path: &doc.local_path,
                     names: &doc.names,

@@ -6,9 +6,3 @@ pub fn content_hash(bytes: &[u8]) -> i64 {
     // Reinterpreting the bits keeps the full 64-bit hash in an INTEGER column.
     i64::from_ne_bytes(xxhash_rust::xxh3::xxh3_64(bytes).to_ne_bytes())
 }
-
-/// Hex form used in file names and debugging output.
-#[must_use]
-pub fn hex(hash: i64) -> String {
-    format!("{:016x}", u64::from_ne_bytes(hash.to_ne_bytes()))
-}

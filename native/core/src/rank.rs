@@ -306,6 +306,8 @@ impl Weights {
 pub struct Candidate<'a> {
     pub bm25: f32,
     pub path: &'a str,
+    /// `classify_path(path)`, computed once per path by the caller.
+    pub path_class: PathClass,
     pub symbol: &'a str,
     pub local_path: &'a str,
     pub names: &'a str,
@@ -360,7 +362,7 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
         s *= 1.0 + w.partial_symbol * coverage(&query.terms, &symbol);
     }
     s *= 1.0 + w.path_terms * coverage(&query.terms, c.path);
-    let class = match classify_path(c.path) {
+    let class = match c.path_class {
         PathClass::Source if is_test_scope(c.local_path) => PathClass::Test,
         class => class,
     };
@@ -484,6 +486,7 @@ mod tests {
         Candidate {
             bm25: 1.0,
             path,
+            path_class: classify_path(path),
             symbol,
             local_path,
             names: symbol,

@@ -357,30 +357,25 @@ impl Store {
                     content_hash
              FROM chunks WHERE file_hash = ?1 ORDER BY ordinal",
         )?;
-        let rows = stmt.query_map([file_hash], |r| {
-            Ok((
-                Chunk {
-                    start_line: r.get(0)?,
-                    end_line: r.get(1)?,
-                    kind: ChunkKind::Text, // replaced below once the name is checked
-                    symbol: r.get(3)?,
-                    local_path: r.get(4)?,
-                    names: r.get(5)?,
-                    context: r.get(6)?,
-                    content: r.get(7)?,
-                    content_hash: r.get(8)?,
-                },
-                r.get::<_, String>(2)?,
-            ))
-        })?;
+        let mut rows = stmt.query([file_hash])?;
         let mut out = Vec::new();
-        for row in rows {
-            let (mut chunk, kind) = row?;
-            chunk.kind = ChunkKind::from_name(&kind).ok_or_else(|| Error::Corrupt {
+        while let Some(r) = rows.next()? {
+            let kind: String = r.get(2)?;
+            let kind = ChunkKind::from_name(&kind).ok_or_else(|| Error::Corrupt {
                 path: self.path.clone(),
                 reason: format!("unknown chunk kind {kind:?}"),
             })?;
-            out.push(chunk);
+            out.push(Chunk {
+                start_line: r.get(0)?,
+                end_line: r.get(1)?,
+                kind,
+                symbol: r.get(3)?,
+                local_path: r.get(4)?,
+                names: r.get(5)?,
+                context: r.get(6)?,
+                content: r.get(7)?,
+                content_hash: r.get(8)?,
+            });
         }
         Ok(out)
     }
@@ -556,7 +551,11 @@ impl Store {
         let symbols = one(
             "SELECT count(*) FROM view_files v JOIN symbols s ON s.file_hash = v.file_hash WHERE v.view_id = ?1",
         )?;
-        let file_versions = one("SELECT count(*) FROM files WHERE ?1 IS NOT NULL")?;
+        // Every stored version, whichever views reference it (orphans awaiting collection too).
+        let file_versions = self
+            .conn
+            .query_row("SELECT count(*) FROM files", [], |r| r.get::<_, i64>(0))?
+            .unsigned_abs();
         let mut stmt = self.conn.prepare_cached(
             "SELECT f.language, count(*) FROM view_files v JOIN files f ON f.hash = v.file_hash
              WHERE v.view_id = ?1 GROUP BY f.language ORDER BY count(*) DESC, f.language",
