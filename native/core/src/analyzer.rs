@@ -38,6 +38,9 @@
 //! variation. [`crate::bm25::analyze_doc`] (tokenise plus per-document term counting) runs at
 //! 65–95 MB/s on ~1 KB chunks of that code plus the registry's C, JavaScript and Markdown.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 /// The longest token the analyzer emits, in bytes (before lowercasing).
 pub const MAX_TOKEN_BYTES: usize = 64;
 
@@ -120,16 +123,46 @@ fn stemmer() -> &'static rust_stemmers::Stemmer {
 /// forms still match twice. Measured on the quality benchmark: doc-to-code NDCG@10 +0.03 on
 /// both halves of the projects, symbol queries unchanged.
 pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
-    let stemmer = stemmer();
-    for_each_split_token(text, |token| {
-        f(token);
-        if token.len() >= MIN_STEM_BYTES && token.bytes().all(|b| b.is_ascii_lowercase()) {
-            let stem = stemmer.stem(token);
-            if stem != token {
-                f(&stem);
+    STEMS.with(|cell| {
+        let mut stems = cell.borrow_mut();
+        for_each_split_token(text, |token| {
+            f(token);
+            if token.len() >= MIN_STEM_BYTES
+                && token.bytes().all(|b| b.is_ascii_lowercase())
+                && let Some(stem) = stems.stem(token)
+            {
+                f(stem);
             }
-        }
+        });
     });
+}
+
+/// Most words of code repeat endlessly and Snowball costs ~10x a hash lookup, so each thread
+/// remembers the stems it computed (cleared when full, which bounds it at a few MB).
+struct StemMemo {
+    /// Word -> its stem, or `None` when the stem is the word itself.
+    known: HashMap<Box<str>, Option<Box<str>>>,
+}
+
+/// Entries of a thread's [`StemMemo`] before it starts over.
+const STEM_MEMO_ENTRIES: usize = 1 << 16;
+
+thread_local! {
+    static STEMS: RefCell<StemMemo> = RefCell::new(StemMemo { known: HashMap::new() });
+}
+
+impl StemMemo {
+    fn stem(&mut self, word: &str) -> Option<&str> {
+        if !self.known.contains_key(word) {
+            if self.known.len() >= STEM_MEMO_ENTRIES {
+                self.known.clear();
+            }
+            let stem = stemmer().stem(word);
+            let stem = (stem != word).then(|| Box::from(stem.as_ref()));
+            self.known.insert(Box::from(word), stem);
+        }
+        self.known.get(word).and_then(|stem| stem.as_deref())
+    }
 }
 
 /// The code-aware splitting alone (no stems): whole identifiers, their parts and compounds.

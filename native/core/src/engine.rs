@@ -19,10 +19,11 @@ use rayon::prelude::*;
 use crate::bm25::{AnalyzedDoc, Bm25Index, Bm25Params, DocFields, analyze_doc};
 use crate::chunk::{Chunk, ChunkKind, chunk_file, join_symbol_path};
 use crate::error::{Error, Result};
-use crate::hash::content_hash;
+use crate::hash::{IntMap, content_hash};
 use crate::lang::{Language, module_path};
 use crate::rank::{
-    Candidate, PathClass, Query, QueryClass, Weights, classify_path, diversify, score,
+    Candidate, PathClass, Query, QueryClass, Weights, classify_path, diversify, fingerprints,
+    is_test_scope, score,
 };
 use crate::store::{Changes, DEFAULT_VIEW, FileVersion, SkippedFile, Store, ViewEntry, ViewUpdate};
 
@@ -148,6 +149,30 @@ struct DocMeta {
     names: Box<str>,
     start_line: u32,
     end_line: u32,
+    /// What the ranking rules need of the chunk, derived once here rather than per query.
+    symbol_prints: Box<[u32]>,
+    test_scope: bool,
+}
+
+impl DocMeta {
+    fn new(
+        kind: ChunkKind,
+        symbol: &str,
+        local_path: &str,
+        names: &str,
+        lines: (u32, u32),
+    ) -> Self {
+        DocMeta {
+            kind,
+            symbol_prints: fingerprints(&symbol.to_lowercase()),
+            test_scope: is_test_scope(local_path),
+            symbol: symbol.into(),
+            local_path: local_path.into(),
+            names: names.into(),
+            start_line: lines.0,
+            end_line: lines.1,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -156,16 +181,17 @@ struct PathMeta {
     file_hash: i64,
     language: Language,
     chunks: u32,
-    /// Classified once here rather than for every candidate of every query.
+    /// Classified and analysed once here rather than for every candidate of every query.
     class: PathClass,
+    prints: Box<[u32]>,
 }
 
 /// The in-memory lexical state: BM25F plus what it was built from.
 struct Lexical {
     bm25: Bm25Index,
     generation: u64,
-    paths: HashMap<u32, PathMeta>,
-    docs: HashMap<u64, DocMeta>,
+    paths: IntMap<u32, PathMeta>,
+    docs: IntMap<u64, DocMeta>,
     /// Lower-cased definition name -> documents defining it, for identifier queries.
     names: HashMap<String, Vec<u64>>,
 }
@@ -187,8 +213,8 @@ impl Lexical {
         Lexical {
             bm25: Bm25Index::new(Bm25Params::default()),
             generation: 0,
-            paths: HashMap::new(),
-            docs: HashMap::new(),
+            paths: IntMap::default(),
+            docs: IntMap::default(),
             names: HashMap::new(),
         }
     }
@@ -232,6 +258,7 @@ impl Lexical {
                 language: entry.language,
                 chunks: count,
                 class: classify_path(&entry.path),
+                prints: fingerprints(&entry.path),
             },
         );
     }
@@ -268,7 +295,7 @@ impl Lexical {
             return None; // built with other tokens: rebuild from the store
         }
         let generation = r.u64()?;
-        let mut paths = HashMap::new();
+        let mut paths = IntMap::default();
         for _ in 0..r.u32()? {
             let id = r.u32()?;
             let path = r.str()?.to_owned();
@@ -279,6 +306,7 @@ impl Lexical {
                 id,
                 PathMeta {
                     class: classify_path(&path),
+                    prints: fingerprints(&path),
                     path,
                     file_hash,
                     language,
@@ -286,19 +314,13 @@ impl Lexical {
                 },
             );
         }
-        let mut docs = HashMap::new();
+        let mut docs = IntMap::default();
         let mut names: HashMap<String, Vec<u64>> = HashMap::new();
         for _ in 0..r.u32()? {
             let key = r.u64()?;
             let kind = ChunkKind::from_name(r.str()?)?;
-            let meta = DocMeta {
-                kind,
-                symbol: r.str()?.into(),
-                local_path: r.str()?.into(),
-                names: r.str()?.into(),
-                start_line: r.u32()?,
-                end_line: r.u32()?,
-            };
+            let (symbol, local_path, names_text) = (r.str()?, r.str()?, r.str()?);
+            let meta = DocMeta::new(kind, symbol, local_path, names_text, (r.u32()?, r.u32()?));
             for name in meta.names.split(' ').filter(|n| !n.is_empty()) {
                 names.entry(name.to_lowercase()).or_default().push(key);
             }
@@ -315,14 +337,13 @@ impl Lexical {
 }
 
 fn doc_meta(c: &Chunk) -> DocMeta {
-    DocMeta {
-        kind: c.kind,
-        symbol: c.symbol.as_str().into(),
-        local_path: c.local_path.as_str().into(),
-        names: c.names.as_str().into(),
-        start_line: c.start_line,
-        end_line: c.end_line,
-    }
+    DocMeta::new(
+        c.kind,
+        &c.symbol,
+        &c.local_path,
+        &c.names,
+        (c.start_line, c.end_line),
+    )
 }
 
 /// The lexical documents of one path's chunks, keyed by ordinal.
@@ -776,28 +797,19 @@ impl Engine {
                         .is_some_and(|d| req.kinds.contains(&d.kind)))
         };
         let k = (req.limit * 10).max(MIN_CANDIDATES);
-        let mut candidates = lx.bm25.search_terms(&query.terms, k, Some(&allowed));
         // Identifier queries also consider every chunk defining that name, however common
         // the name is in bodies elsewhere.
-        if query.class == QueryClass::Identifier
-            && let Some(last) = query.segments.last()
-            && let Some(keys) = lx.names.get(last)
-        {
-            let have: HashSet<u64> = candidates.iter().map(|(k, _)| *k).collect();
-            let extra: HashSet<u64> = keys
-                .iter()
-                .copied()
-                .filter(|k| !have.contains(k) && allowed(*k))
-                .collect();
-            if !extra.is_empty() {
-                let only_extra = |key: u64| extra.contains(&key);
-                candidates.extend(lx.bm25.search_terms(
-                    &query.terms,
-                    extra.len(),
-                    Some(&only_extra),
-                ));
-            }
-        }
+        let defining: &[u64] = match (query.class, query.segments.last()) {
+            (QueryClass::Identifier, Some(last)) => lx.names.get(last).map_or(&[], Vec::as_slice),
+            _ => &[],
+        };
+        // Without restrictions every indexed chunk is allowed: no per-candidate lookups.
+        let restricted =
+            !(req.languages.is_empty() && req.directories.is_empty() && req.kinds.is_empty());
+        let filter: Option<&dyn Fn(u64) -> bool> = restricted.then_some(&allowed);
+        let candidates = lx
+            .bm25
+            .search_terms_including(&query.terms, k, filter, defining);
         let scored: Vec<(f32, u64)> = candidates
             .into_iter()
             .filter_map(|(key, bm25)| {
@@ -807,7 +819,10 @@ impl Engine {
                     bm25,
                     path: &path.path,
                     path_class: path.class,
+                    path_prints: &path.prints,
                     symbol: &doc.symbol,
+                    symbol_prints: &doc.symbol_prints,
+                    test_scope: doc.test_scope,
                     local_path: &doc.local_path,
                     names: &doc.names,
                     kind: doc.kind,

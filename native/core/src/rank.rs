@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 
+use xxhash_rust::xxh3::xxh3_64;
+
 use crate::analyzer::{analyze_to_vec, for_each_token};
 use crate::chunk::ChunkKind;
 use crate::lang::Language;
@@ -39,6 +41,8 @@ pub struct Query {
     pub class: QueryClass,
     /// Analyzer tokens, deduplicated, in query order.
     pub terms: Vec<String>,
+    /// [`fingerprints`] of `terms`, for the coverage rules.
+    pub prints: Vec<u32>,
     /// For identifier queries: the segments, lower-cased (`Client.send` -> `client`, `send`).
     pub segments: Vec<String>,
     pub wants_tests: bool,
@@ -68,6 +72,7 @@ impl Query {
         Query {
             raw: raw.to_owned(),
             class,
+            prints: terms.iter().map(|t| fingerprint(t)).collect(),
             terms,
             segments,
             wants_tests: has(&[
@@ -308,7 +313,13 @@ pub struct Candidate<'a> {
     pub path: &'a str,
     /// `classify_path(path)`, computed once per path by the caller.
     pub path_class: PathClass,
+    /// `fingerprints(path)`, computed once per path by the caller.
+    pub path_prints: &'a [u32],
     pub symbol: &'a str,
+    /// `fingerprints` of the lower-cased symbol, computed once per chunk by the caller.
+    pub symbol_prints: &'a [u32],
+    /// `is_test_scope(local_path)`, computed once per chunk by the caller.
+    pub test_scope: bool,
     pub local_path: &'a str,
     pub names: &'a str,
     pub kind: ChunkKind,
@@ -318,12 +329,11 @@ pub struct Candidate<'a> {
 #[must_use]
 pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
     let mut s = c.bm25;
-    let symbol = c.symbol.to_lowercase();
     match query.class {
         QueryClass::Identifier => {
             if let Some(last) = query.segments.last() {
                 let qualified = query.segments.len() > 1;
-                if !symbol.is_empty() && symbol == *last {
+                if !c.symbol.is_empty() && eq_lowercase(c.symbol, last) {
                     // `Client.send` asks for send on Client: a send elsewhere is only a
                     // partial answer.
                     s *= match (qualified, qualifier_matches(&query.segments, c.local_path)) {
@@ -358,12 +368,12 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
             }
         }
     }
-    if !symbol.is_empty() && query.class != QueryClass::Path {
-        s *= 1.0 + w.partial_symbol * coverage(&query.terms, &symbol);
+    if !c.symbol.is_empty() && query.class != QueryClass::Path {
+        s *= 1.0 + w.partial_symbol * coverage(&query.prints, c.symbol_prints);
     }
-    s *= 1.0 + w.path_terms * coverage(&query.terms, c.path);
+    s *= 1.0 + w.path_terms * coverage(&query.prints, c.path_prints);
     let class = match c.path_class {
-        PathClass::Source if is_test_scope(c.local_path) => PathClass::Test,
+        PathClass::Source if c.test_scope => PathClass::Test,
         class => class,
     };
     s * match class {
@@ -379,7 +389,8 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
 }
 
 /// Test code inside a source file: Rust's `mod tests`, a `TestFoo` class, `test_*` functions.
-fn is_test_scope(local_path: &str) -> bool {
+#[must_use]
+pub fn is_test_scope(local_path: &str) -> bool {
     local_path.split(['.', ':']).any(|segment| {
         let lower = segment.to_ascii_lowercase();
         let test_class = segment
@@ -396,22 +407,36 @@ fn qualifier_matches(segments: &[String], local_path: &str) -> bool {
     local.len() >= segments.len() && local[local.len() - segments.len()..] == *segments
 }
 
-/// Fraction of the symbol's (or path's) analyzer tokens that are query terms, counted
-/// without allocating (this runs for every candidate). Stems included: split tokens alone
-/// measured 0.003 lower doc-to-code NDCG@10.
-fn coverage(terms: &[String], text: &str) -> f32 {
-    let (mut total, mut hits) = (0_u32, 0_u32);
-    for_each_token(text, |token| {
-        total += 1;
-        if terms.iter().any(|t| t == token) {
-            hits += 1;
-        }
-    });
-    if total == 0 || terms.is_empty() {
+/// `text` lower-cased equals `lower` (already lower-case), without allocating.
+fn eq_lowercase(text: &str, lower: &str) -> bool {
+    text.chars().flat_map(char::to_lowercase).eq(lower.chars())
+}
+
+fn fingerprint(token: &str) -> u32 {
+    #[allow(clippy::cast_possible_truncation)] // a 32-bit fingerprint is the point
+    let print = xxh3_64(token.as_bytes()) as u32;
+    print
+}
+
+/// The analyzer tokens of `text` as 32-bit fingerprints, computed once per path and chunk when
+/// they are indexed, so that ranking a candidate analyses no text. A collision (one in ~4
+/// billion per pair) only nudges one coverage factor.
+#[must_use]
+pub fn fingerprints(text: &str) -> Box<[u32]> {
+    let mut out = Vec::new();
+    for_each_token(text, |token| out.push(fingerprint(token)));
+    out.into_boxed_slice()
+}
+
+/// Fraction of the symbol's (or path's) analyzer tokens that are query terms. Stems
+/// included: split tokens alone measured 0.003 lower doc-to-code NDCG@10.
+fn coverage(query: &[u32], tokens: &[u32]) -> f32 {
+    if tokens.is_empty() || query.is_empty() {
         return 0.0;
     }
+    let hits = tokens.iter().filter(|t| query.contains(t)).count();
     #[allow(clippy::cast_precision_loss)]
-    let fraction = hits as f32 / total as f32;
+    let fraction = hits as f32 / tokens.len() as f32;
     fraction
 }
 
@@ -487,7 +512,10 @@ mod tests {
             bm25: 1.0,
             path,
             path_class: classify_path(path),
+            path_prints: Box::leak(fingerprints(path)),
             symbol,
+            symbol_prints: Box::leak(fingerprints(&symbol.to_lowercase())),
+            test_scope: is_test_scope(local_path),
             local_path,
             names: symbol,
             kind,
