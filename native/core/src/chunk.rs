@@ -297,14 +297,7 @@ struct Lines<'a> {
 
 impl<'a> Lines<'a> {
     fn new(source: &'a str) -> Self {
-        let mut starts = vec![0];
-        starts.extend(memchr_newlines(source.as_bytes()).map(|i| i + 1));
-        if starts.last() == Some(&source.len()) && !source.is_empty() {
-            starts.pop(); // a trailing newline does not open a line
-        }
-        if source.is_empty() {
-            starts.clear();
-        }
+        let starts = line_starts(source);
         let mut token_prefix = Vec::with_capacity(starts.len() + 1);
         token_prefix.push(0);
         let mut total = 0;
@@ -338,16 +331,45 @@ impl<'a> Lines<'a> {
 
     /// Source text of rows `lo..hi`, without the final newline.
     fn text(&self, lo: usize, hi: usize) -> &'a str {
-        if lo >= hi {
-            return "";
-        }
-        let start = self.starts[lo];
-        let end = self
-            .starts
-            .get(hi)
-            .map_or(self.source.len(), |&next| next - 1);
-        strip_eol(&self.source[start..end.max(start)])
+        rows_text(self.source, &self.starts, lo, hi)
     }
+}
+
+/// Byte offset where each line of `source` starts (a trailing newline opens no line).
+#[must_use]
+pub fn line_starts(source: &str) -> Vec<usize> {
+    if source.is_empty() {
+        return Vec::new();
+    }
+    let mut starts = vec![0];
+    starts.extend(memchr_newlines(source.as_bytes()).map(|i| i + 1));
+    if starts.last() == Some(&source.len()) {
+        starts.pop();
+    }
+    starts
+}
+
+/// The text of 1-based lines `start_line..=end_line`, as a chunk's `content` holds it: the
+/// rows as they are, without the final line ending. Empty when out of range.
+#[must_use]
+pub fn lines_text<'a>(
+    source: &'a str,
+    starts: &[usize],
+    start_line: u32,
+    end_line: u32,
+) -> &'a str {
+    let lo = (start_line as usize).saturating_sub(1);
+    let hi = (end_line as usize).min(starts.len());
+    rows_text(source, starts, lo, hi)
+}
+
+fn rows_text<'a>(source: &'a str, starts: &[usize], lo: usize, hi: usize) -> &'a str {
+    if lo >= hi {
+        return "";
+    }
+    let start = starts[lo];
+    let end = starts.get(hi).map_or(source.len(), |&next| next - 1);
+    strip_eol(&source[start..end.max(start)])
 }
 
 /// Drops one line ending (`\n` or `\r\n`) and any carriage return before it.

@@ -954,14 +954,14 @@ fn parse_version(r: &Read_) -> std::result::Result<FileVersion, SkipReason> {
     let head = &r.bytes[..r.bytes.len().min(BINARY_SNIFF_BYTES)];
     let language = Language::detect(&r.path, head).ok_or(SkipReason::NoParser)?;
     let chunks = chunk_file(text, language);
-    Ok(FileVersion {
-        hash: r.hash,
+    Ok(FileVersion::new(
+        r.hash,
         language,
-        size: r.bytes.len() as u64,
-        lines: u32::try_from(text.lines().count()).unwrap_or(u32::MAX),
-        chunks: chunks.chunks,
-        symbols: chunks.symbols,
-    })
+        r.bytes.len() as u64,
+        text,
+        chunks.chunks,
+        chunks.symbols,
+    ))
 }
 
 /// A tiny length-prefixed binary codec for the lexical snapshot's sidecar.

@@ -17,5 +17,6 @@ pub mod hash;
 pub mod lang;
 pub mod rank;
 pub mod store;
+pub mod textblob;
 
 pub use error::{Error, Result};

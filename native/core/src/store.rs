@@ -86,6 +86,29 @@ const MIGRATIONS: &[&str] = &[
     INSERT INTO views (id, name) VALUES (1, 'worktree');
     INSERT INTO meta (key, value) VALUES ('generation', '0');
     ",
+    // 2: a file version keeps its text once, compressed (`textblob`); a chunk whose content
+    // is its line range of that text stores NULL. Versions stored before keep their chunk text.
+    "
+    ALTER TABLE files ADD COLUMN text BLOB;
+    CREATE TABLE chunks_v2 (
+        file_hash    INTEGER NOT NULL REFERENCES files(hash) ON DELETE CASCADE,
+        ordinal      INTEGER NOT NULL,
+        start_line   INTEGER NOT NULL,
+        end_line     INTEGER NOT NULL,
+        kind         TEXT    NOT NULL,
+        symbol       TEXT    NOT NULL,
+        local_path   TEXT    NOT NULL,
+        names        TEXT    NOT NULL,
+        context      TEXT    NOT NULL,
+        content      TEXT,
+        content_hash INTEGER NOT NULL,
+        PRIMARY KEY (file_hash, ordinal)
+    );
+    INSERT INTO chunks_v2 SELECT * FROM chunks;
+    DROP TABLE chunks;
+    ALTER TABLE chunks_v2 RENAME TO chunks;
+    CREATE INDEX chunks_by_content ON chunks(content_hash);
+    ",
 ];
 
 /// The view every index has; worktrees and branches get their own views later.
@@ -116,6 +139,51 @@ pub struct FileVersion {
     pub lines: u32,
     pub chunks: Vec<Chunk>,
     pub symbols: Vec<Symbol>,
+    /// The text the chunks were cut from, as a [`textblob`](crate::textblob).
+    text: Vec<u8>,
+    /// Per chunk: its content is exactly its line range of the text (then not stored twice).
+    derived: Vec<bool>,
+}
+
+impl FileVersion {
+    /// A version of `text` (the decoded file, byte-order mark removed) with its chunks and
+    /// symbols. Compresses the text: call it on the worker threads, not while publishing.
+    #[must_use]
+    pub fn new(
+        hash: i64,
+        language: Language,
+        size: u64,
+        text: &str,
+        chunks: Vec<Chunk>,
+        symbols: Vec<Symbol>,
+    ) -> Self {
+        let starts = crate::chunk::line_starts(text);
+        let derived = chunks
+            .iter()
+            .map(|c| crate::chunk::lines_text(text, &starts, c.start_line, c.end_line) == c.content)
+            .collect();
+        FileVersion {
+            hash,
+            language,
+            size,
+            lines: u32::try_from(starts.len()).unwrap_or(u32::MAX),
+            chunks,
+            symbols,
+            // Compressing only fails on allocation failure; storing the chunk text instead
+            // (no file text) keeps the version readable even then.
+            text: crate::textblob::compress(text).unwrap_or_default(),
+            derived,
+        }
+        .checked()
+    }
+
+    /// Without a stored text, every chunk keeps its own content.
+    fn checked(mut self) -> Self {
+        if self.text.is_empty() {
+            self.derived.fill(false);
+        }
+        self
+    }
 }
 
 /// One path to put in the view.
@@ -359,6 +427,7 @@ impl Store {
         )?;
         let mut rows = stmt.query([file_hash])?;
         let mut out = Vec::new();
+        let mut text: Option<(String, Vec<usize>)> = None;
         while let Some(r) = rows.next()? {
             let kind: String = r.get(2)?;
             let kind = ChunkKind::from_name(&kind).ok_or_else(|| Error::Corrupt {
@@ -373,7 +442,21 @@ impl Store {
                 local_path: r.get(4)?,
                 names: r.get(5)?,
                 context: r.get(6)?,
-                content: r.get(7)?,
+                content: match r.get::<_, Option<String>>(7)? {
+                    Some(content) => content,
+                    None => {
+                        if text.is_none() {
+                            let whole = crate::textblob::text(&self.file_blob(file_hash)?)
+                                .map_err(|reason| self.corrupt(file_hash, &reason))?;
+                            let starts = crate::chunk::line_starts(&whole);
+                            text = Some((whole, starts));
+                        }
+                        let (start, end) = (r.get(0)?, r.get(1)?);
+                        text.as_ref().map_or_else(String::new, |(whole, starts)| {
+                            crate::chunk::lines_text(whole, starts, start, end).to_owned()
+                        })
+                    }
+                },
                 content_hash: r.get(8)?,
             });
         }
@@ -382,11 +465,40 @@ impl Store {
 
     /// The content of one chunk.
     pub fn chunk_content(&self, file_hash: i64, ordinal: u32) -> Result<Option<String>> {
-        Ok(self
+        let row = self
             .conn
-            .prepare_cached("SELECT content FROM chunks WHERE file_hash = ?1 AND ordinal = ?2")?
-            .query_row(params![file_hash, ordinal], |r| r.get(0))
-            .optional()?)
+            .prepare_cached(
+                "SELECT start_line, end_line, content FROM chunks
+                 WHERE file_hash = ?1 AND ordinal = ?2",
+            )?
+            .query_row(params![file_hash, ordinal], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get::<_, Option<String>>(2)?))
+            })
+            .optional()?;
+        Ok(match row {
+            None => None,
+            Some((_, _, Some(content))) => Some(content),
+            Some((start, end, None)) => Some(
+                crate::textblob::lines(&self.file_blob(file_hash)?, start, end)
+                    .map_err(|reason| self.corrupt(file_hash, &reason))?,
+            ),
+        })
+    }
+
+    /// The stored text of a file version (schema 2 and later).
+    fn file_blob(&self, file_hash: i64) -> Result<Vec<u8>> {
+        let blob: Option<Vec<u8>> = self
+            .conn
+            .prepare_cached("SELECT text FROM files WHERE hash = ?1")?
+            .query_row([file_hash], |r| r.get(0))?;
+        blob.ok_or_else(|| self.corrupt(file_hash, "the file version has no stored text"))
+    }
+
+    fn corrupt(&self, file_hash: i64, reason: &str) -> Error {
+        Error::Corrupt {
+            path: self.path.clone(),
+            reason: format!("file version {file_hash:x}: {reason}"),
+        }
     }
 
     /// Publishes a new state of `view_id` in one transaction: stores new file versions,
@@ -411,8 +523,8 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let mut insert_file = tx.prepare_cached(
-                "INSERT OR IGNORE INTO files (hash, language, size, lines, indexed_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT OR IGNORE INTO files (hash, language, size, lines, indexed_at, text)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             let mut insert_chunk = tx.prepare_cached(
                 "INSERT INTO chunks (file_hash, ordinal, start_line, end_line, kind,
@@ -425,13 +537,22 @@ impl Store {
             )?;
             for v in versions {
                 let size = i64::try_from(v.size).unwrap_or(i64::MAX);
-                if insert_file.execute(params![v.hash, v.language.name(), size, v.lines, now])? == 0
+                let text = (!v.text.is_empty()).then_some(v.text.as_slice());
+                if insert_file.execute(params![
+                    v.hash,
+                    v.language.name(),
+                    size,
+                    v.lines,
+                    now,
+                    text
+                ])? == 0
                 {
                     // Stored before (by another writer, or kept as an orphan): its chunks are
                     // there too, so plain inserts below never conflict.
                     continue;
                 }
-                for (ordinal, c) in (0_i64..).zip(&v.chunks) {
+                for ((ordinal, c), &derived) in (0_i64..).zip(&v.chunks).zip(&v.derived) {
+                    let content = (!derived).then_some(c.content.as_str());
                     insert_chunk.execute(params![
                         v.hash,
                         ordinal,
@@ -442,7 +563,7 @@ impl Store {
                         c.local_path,
                         c.names,
                         c.context,
-                        c.content,
+                        content,
                         c.content_hash,
                     ])?;
                 }
@@ -592,14 +713,14 @@ mod tests {
 
     fn version(text: &str) -> FileVersion {
         let chunks = chunk_file(text, Language::Text);
-        FileVersion {
-            hash: crate::hash::content_hash(text.as_bytes()),
-            language: Language::Text,
-            size: text.len() as u64,
-            lines: 1,
-            chunks: chunks.chunks,
-            symbols: chunks.symbols,
-        }
+        FileVersion::new(
+            crate::hash::content_hash(text.as_bytes()),
+            Language::Text,
+            text.len() as u64,
+            text,
+            chunks.chunks,
+            chunks.symbols,
+        )
     }
 
     fn upsert(path: &str, v: &FileVersion) -> [ViewUpdate; 1] {
@@ -658,6 +779,115 @@ mod tests {
             let store = Store::open(&path).unwrap();
             assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         }
+    }
+
+    fn python_version(text: &str) -> FileVersion {
+        let chunks = chunk_file(text, Language::Python);
+        FileVersion::new(
+            crate::hash::content_hash(text.as_bytes()),
+            Language::Python,
+            text.len() as u64,
+            text,
+            chunks.chunks,
+            chunks.symbols,
+        )
+    }
+
+    /// Chunk contents come back byte for byte whether they were stored or cut from the
+    /// compressed file text: CRLF, a missing final newline, blank tails, non-ASCII.
+    #[test]
+    fn chunk_contents_round_trip_through_the_stored_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("index.db")).unwrap();
+        let texts = [
+            "def a():\r\n    return 1\r\n\r\nclass B:\r\n    def m(self):\r\n        pass\r\n",
+            "def héllo():\n    return 'ünïcode'\n\n\n\ndef tail():\n    pass",
+            "import os\n\nx = 1\n\n\n",
+        ];
+        for (i, text) in texts.iter().enumerate() {
+            let v = python_version(text);
+            assert!(!v.chunks.is_empty());
+            store
+                .publish(
+                    DEFAULT_VIEW,
+                    &changes(&v, &upsert(&format!("f{i}.py"), &v), &[]),
+                    || Ok(()),
+                )
+                .unwrap();
+            let back = store.chunks(v.hash).unwrap();
+            assert_eq!(back, v.chunks, "text {i}");
+            for (ordinal, c) in (0_u32..).zip(&v.chunks) {
+                let content = store.chunk_content(v.hash, ordinal).unwrap();
+                assert_eq!(content.as_deref(), Some(c.content.as_str()));
+            }
+        }
+        let (texts, inline): (i64, i64) = store
+            .conn
+            .query_row(
+                "SELECT (SELECT count(text) FROM files), (SELECT count(content) FROM chunks)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(texts, 3, "every version keeps its text");
+        assert_eq!(
+            inline, 0,
+            "chunks that are line ranges are not stored twice"
+        );
+        assert_eq!(store.chunk_content(12345, 0).unwrap(), None);
+    }
+
+    /// Versions stored by schema 1 keep their chunk text through the migration and read as
+    /// before; new versions are stored the new way beside them.
+    #[test]
+    fn versions_stored_before_the_text_column_stay_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        let old = python_version("def old():\n    return 1\n");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(MIGRATIONS[0]).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            conn.execute(
+                "INSERT INTO files (hash, language, size, lines, indexed_at) VALUES (?1, 'python', 1, 2, 0)",
+                [old.hash],
+            )
+            .unwrap();
+            for (ordinal, c) in (0_i64..).zip(&old.chunks) {
+                conn.execute(
+                    "INSERT INTO chunks VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    params![
+                        old.hash,
+                        ordinal,
+                        c.start_line,
+                        c.end_line,
+                        c.kind.name(),
+                        c.symbol,
+                        c.local_path,
+                        c.names,
+                        c.context,
+                        c.content,
+                        c.content_hash
+                    ],
+                )
+                .unwrap();
+            }
+        }
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.chunks(old.hash).unwrap(), old.chunks);
+        assert_eq!(
+            store.chunk_content(old.hash, 0).unwrap().as_deref(),
+            Some(old.chunks[0].content.as_str())
+        );
+        let new = python_version("def new():\n    return 2\n");
+        store
+            .publish(
+                DEFAULT_VIEW,
+                &changes(&new, &upsert("new.py", &new), &[]),
+                || Ok(()),
+            )
+            .unwrap();
+        assert_eq!(store.chunks(new.hash).unwrap(), new.chunks);
     }
 
     #[test]

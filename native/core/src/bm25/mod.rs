@@ -1373,7 +1373,7 @@ impl<'a> Reader<'a> {
 
 /// Appends a LEB128 varint.
 #[allow(clippy::cast_possible_truncation)] // deliberate: low 7 bits at a time
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
         v >>= 7;
@@ -1384,7 +1384,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 /// Reads a LEB128 varint at `*pos`; `None` if it is truncated or overflows 64 bits.
 #[allow(clippy::inline_always)] // query hot path: ~3% faster than `#[inline]`
 #[inline(always)]
-fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let byte = *buf.get(*pos)?;
     if byte < 0x80 {
         *pos += 1;
