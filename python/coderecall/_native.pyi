@@ -4,20 +4,27 @@ The binding is deliberately coarse: one call indexes a whole batch of files with
 released; searches return plain dicts that the Python facade turns into frozen dataclasses.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from os import PathLike
+from pathlib import Path
 from typing import Final, TypedDict, final
 
+import numpy as np
+import numpy.typing as npt
 from typing_extensions import Self
 
 __all__ = [
     "SCHEMA_VERSION",
     "CancelledError",
+    "Embedder",
     "Error",
     "IndexCorruptError",
+    "ModelError",
     "NativeIndex",
     "StoreError",
     "__version__",
     "detect_language",
+    "distill",
     "extract_symbols",
     "languages",
 ]
@@ -36,6 +43,54 @@ class IndexCorruptError(StoreError):
 
 class CancelledError(Error):
     """A long operation was cancelled; nothing was published."""
+
+class ModelError(Error):
+    """An embedding model folder is missing a file, unreadable, or not a supported model."""
+
+@final
+class Embedder:
+    """A loaded local embedding model (re-exported as ``coderecall.Embedder``).
+
+    Thread-safe; every call releases the GIL while the model works.
+    """
+
+    @staticmethod
+    def transformer(path: str | PathLike[str], max_tokens: int = 256) -> Embedder:
+        """A BERT-family sentence-embedding model from a folder with ``config.json``,
+        ``tokenizer.json`` and ``model.safetensors``; inputs are cut to ``max_tokens`` tokens."""
+    @staticmethod
+    def static_model(path: str | PathLike[str]) -> Embedder:
+        """A static (Model2Vec-format) model from a folder with ``tokenizer.json`` and
+        ``model.safetensors``."""
+    @property
+    def dims(self) -> int:
+        """Length of every vector."""
+    @property
+    def kind(self) -> str:
+        """``"transformer"`` or ``"static"``."""
+    @property
+    def path(self) -> Path:
+        """The model folder."""
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One L2-normalised row per text: a ``float32`` array of shape ``(len(texts), dims)``."""
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids the model sees for each text, after truncation (with the special
+        tokens for a transformer, without them for a static model)."""
+
+class DistillReport(TypedDict):
+    tokens: int
+    dims: int
+    explained_variance: float
+    path: Path
+
+def distill(
+    src: str | PathLike[str],
+    dst: str | PathLike[str],
+    dims: int = 256,
+    progress: Callable[[int, int], object] | None = None,
+) -> DistillReport:
+    """Builds a static model in ``dst`` from the transformer in ``src``; ``progress(done,
+    total)`` is called as tokens are embedded. Returns what was built."""
 
 class UpdateStats(TypedDict):
     files_parsed: int

@@ -21,6 +21,8 @@ pub enum Error {
     },
     #[error("corrupt index file {path}: {reason}")]
     Corrupt { path: PathBuf, reason: String },
+    #[error("embedding model {path}: {reason}")]
+    Model { path: PathBuf, reason: String },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("operation cancelled")]

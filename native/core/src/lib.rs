@@ -7,10 +7,13 @@
 //! - [`bm25`]: the BM25F inverted index.
 //! - [`store`]: the SQLite source of truth (file versions, chunks, symbols, views).
 //! - [`engine`]: indexing and search over a store, including the ranking layer.
+//! - `embed` (feature `embed`): local embedding engines.
 
 pub mod analyzer;
 pub mod bm25;
 pub mod chunk;
+#[cfg(feature = "embed")]
+pub mod embed;
 pub mod engine;
 pub mod error;
 pub mod hash;

@@ -15,6 +15,8 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
+mod embed;
+
 create_exception!(
     coderecall,
     Error,
@@ -35,18 +37,25 @@ create_exception!(
 );
 create_exception!(
     coderecall,
+    ModelError,
+    Error,
+    "An embedding model folder is missing a file, unreadable, or not a supported model."
+);
+create_exception!(
+    coderecall,
     CancelledError,
     Error,
     "A long operation was cancelled; nothing was published."
 );
 
 /// The single mapping from core errors to Python exceptions.
-fn to_py(err: coderecall_core::Error) -> PyErr {
+pub(crate) fn to_py(err: coderecall_core::Error) -> PyErr {
     use coderecall_core::Error as E;
     let message = err.to_string();
     match err {
         E::Store(_) | E::Io { .. } | E::SchemaTooNew { .. } => StoreError::new_err(message),
         E::Corrupt { .. } => IndexCorruptError::new_err(message),
+        E::Model { .. } => ModelError::new_err(message),
         E::InvalidArgument(_) => PyValueError::new_err(message),
         E::Cancelled => CancelledError::new_err(message),
     }
@@ -298,6 +307,8 @@ fn extract_symbols(
 #[pymodule(gil_used = false)]
 mod _native {
     #[pymodule_export]
+    use super::embed::{Embedder, distill};
+    #[pymodule_export]
     use super::{NativeIndex, detect_language, extract_symbols, languages};
 
     use pyo3::prelude::*;
@@ -312,6 +323,7 @@ mod _native {
             py.get_type::<super::IndexCorruptError>(),
         )?;
         m.add("CancelledError", py.get_type::<super::CancelledError>())?;
+        m.add("ModelError", py.get_type::<super::ModelError>())?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         m.add("SCHEMA_VERSION", coderecall_core::store::SCHEMA_VERSION)?;
         Ok(())

