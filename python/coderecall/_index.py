@@ -239,7 +239,21 @@ class CodeIndex:
             )
         except ValueError as exc:  # the core names an unknown language or kind
             raise QueryError(str(exc)) from None
-        return [SearchHit(**hit) for hit in hits]
+        return [
+            SearchHit(
+                path=hit["path"],
+                start_line=hit["start_line"],
+                end_line=hit["end_line"],
+                language=hit["language"],
+                kind=hit["kind"],
+                symbol=hit["symbol"],
+                symbol_path=hit["symbol_path"],
+                score=hit["score"],
+                content=hit["content"],
+                channels=tuple(hit["channels"]),
+            )
+            for hit in hits
+        ]
 
     def _directories(self, directory: str | Sequence[str] | None) -> list[str] | None:
         """Root-relative POSIX folders; ``None`` when the whole root is searched."""

@@ -112,6 +112,7 @@ class HitDict(TypedDict):
     symbol_path: str
     score: float
     content: str | None
+    channels: list[str]
 
 class StatusDict(TypedDict):
     schema_version: int
@@ -175,6 +176,15 @@ class NativeIndex:
 
     def cancel(self) -> None:
         """Ask the running update to stop; it raises ``CancelledError`` and publishes nothing."""
+    def set_embedder(self, embedder: Embedder, model: str) -> None:
+        """Sets the embedding model of the semantic channel; ``model`` names it in the index
+        (vectors of different names never mix). Natural-language searches then fuse both
+        channels."""
+    def embed_pending(
+        self, batch_size: int = 64, progress: Callable[[int], object] | None = None
+    ) -> int:
+        """Embeds the chunks that have no vector for the model yet, ``batch_size`` per call of
+        the model; ``progress(done)`` after each batch. Returns how many were embedded."""
 
     def search(
         self,

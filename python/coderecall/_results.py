@@ -33,9 +33,13 @@ class SearchHit:
     """Relevance; comparable only within one result list."""
     content: str | None
     """The chunk's source text, or ``None`` when it was not requested."""
+    channels: tuple[str, ...] = ("lexical",)
+    """Which retrieval channels found it: ``"lexical"``, ``"semantic"`` or both."""
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data["channels"] = list(self.channels)
+        return data
 
 
 @dataclass(frozen=True, slots=True)

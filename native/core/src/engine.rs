@@ -115,6 +115,10 @@ pub struct Hit {
     pub symbol_path: String,
     pub score: f32,
     pub content: Option<String>,
+    /// Whether the lexical channel found it (else only the semantic one did).
+    pub lexical: bool,
+    /// Whether the semantic channel found it.
+    pub semantic: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -380,6 +384,8 @@ pub struct Engine {
     cancel: AtomicBool,
     pool: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>>,
     weights: RwLock<Weights>,
+    #[cfg(feature = "embed")]
+    semantic: RwLock<Option<crate::semantic::Semantic>>,
 }
 
 impl Engine {
@@ -405,6 +411,8 @@ impl Engine {
             cancel: AtomicBool::new(false),
             pool: Mutex::new(None),
             weights: RwLock::new(Weights::default()),
+            #[cfg(feature = "embed")]
+            semantic: RwLock::new(None),
         };
         engine.refresh()?;
         Ok(engine)
@@ -768,6 +776,8 @@ impl Engine {
 
     pub fn search(&self, req: &SearchRequest) -> Result<Vec<Hit>> {
         self.refresh()?;
+        #[cfg(feature = "embed")]
+        self.sync_semantic()?;
         let weights = self.weights();
         let query = Query::parse(&req.query);
         if query.terms.is_empty() || req.limit == 0 {
@@ -810,9 +820,14 @@ impl Engine {
         let candidates = lx
             .bm25
             .search_terms_including(&query.terms, k, filter, defining);
-        let scored: Vec<(f32, u64)> = candidates
+        let fused = self.fuse_semantic(&query, candidates, &allowed)?;
+        let channels: IntMap<u64, (bool, bool)> = fused
+            .iter()
+            .map(|&(key, _, lexical, semantic)| (key, (lexical, semantic)))
+            .collect();
+        let scored: Vec<(f32, u64)> = fused
             .into_iter()
-            .filter_map(|(key, bm25)| {
+            .filter_map(|(key, bm25, _, _)| {
                 let doc = lx.docs.get(&key)?;
                 let path = lx.paths.get(&path_id_of(key))?;
                 let c = Candidate {
@@ -860,9 +875,159 @@ impl Engine {
                 ),
                 score,
                 content,
+                lexical: channels.get(&key).is_none_or(|c| c.0),
+                semantic: channels.get(&key).is_some_and(|c| c.1),
             });
         }
         Ok(hits)
+    }
+
+    /// The lexical candidates as `(key, score, lexical, semantic)`; fused by reciprocal rank
+    /// with the semantic channel's for natural-language queries when a model is set.
+    /// Identifiers and paths are exact lookups: nearest neighbours only dilute them.
+    #[allow(clippy::unnecessary_wraps, unused_variables)]
+    fn fuse_semantic(
+        &self,
+        query: &Query,
+        lexical: Vec<(u64, f32)>,
+        allowed: &dyn Fn(u64) -> bool,
+    ) -> Result<Vec<(u64, f32, bool, bool)>> {
+        #[cfg(feature = "embed")]
+        if query.class == QueryClass::NaturalLanguage {
+            let semantic = self
+                .semantic
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(semantic) = semantic.as_ref() {
+                let nearest = semantic.search(&query.raw, allowed)?;
+                if !nearest.is_empty() {
+                    return Ok(crate::semantic::fuse(&lexical, &nearest)
+                        .into_iter()
+                        .map(|(key, score, c)| (key, score, c.lexical, c.semantic))
+                        .collect());
+                }
+            }
+        }
+        Ok(lexical
+            .into_iter()
+            .map(|(key, score)| (key, score, true, false))
+            .collect())
+    }
+
+    /// Sets the embedding model of the semantic channel (`model` names it in the index:
+    /// vectors of different models never mix). Loads or rebuilds its graph from stored vectors.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] if the index holds vectors of another length under this name.
+    #[cfg(feature = "embed")]
+    pub fn set_embedder(
+        &self,
+        model: &str,
+        embedder: Arc<dyn crate::embed::Embedder>,
+    ) -> Result<()> {
+        let semantic = {
+            let reader = Self::lock(&self.reader);
+            crate::semantic::Semantic::open(&self.dir, &reader, model, embedder)?
+        };
+        *self
+            .semantic
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(semantic);
+        self.sync_semantic()
+    }
+
+    /// Points the semantic channel's content map at the current view, when it changed.
+    #[cfg(feature = "embed")]
+    fn sync_semantic(&self) -> Result<()> {
+        let generation = self
+            .lexical
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .generation;
+        let mut slot = self
+            .semantic
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(semantic) = slot.as_mut() else {
+            return Ok(());
+        };
+        if semantic.generation == Some(generation) {
+            return Ok(());
+        }
+        let mut by_content: IntMap<i64, Vec<u64>> = IntMap::default();
+        for (path_id, ordinal, hash) in Self::lock(&self.reader).view_chunk_hashes(DEFAULT_VIEW)? {
+            by_content
+                .entry(hash)
+                .or_default()
+                .push(doc_key(path_id, ordinal));
+        }
+        semantic.by_content = by_content;
+        semantic.generation = Some(generation);
+        Ok(())
+    }
+
+    /// Embeds the chunks of the view that have no vector for the model yet, `batch` at a time
+    /// (each batch stored in its own transaction, so an interruption keeps what was done);
+    /// `progress(done)` after each. Returns how many were embedded.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] without a model; [`Error::Cancelled`] if cancelled (the
+    /// batches stored so far are kept); model and store errors.
+    #[cfg(feature = "embed")]
+    pub fn embed_pending(&self, batch: usize, progress: &dyn Fn(usize)) -> Result<usize> {
+        let (model, embedder) = {
+            let slot = self
+                .semantic
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let semantic = slot
+                .as_ref()
+                .ok_or_else(|| Error::InvalidArgument("no embedding model is set".into()))?;
+            (semantic.model.clone(), Arc::clone(&semantic.embedder))
+        };
+        self.cancel.store(false, Ordering::SeqCst);
+        let mut done = 0;
+        let result = loop {
+            if self.cancel.swap(false, Ordering::SeqCst) {
+                break Err(Error::Cancelled);
+            }
+            let pending =
+                Self::lock(&self.reader).pending_vectors(DEFAULT_VIEW, &model, batch.max(1))?;
+            if pending.is_empty() {
+                break Ok(done);
+            }
+            let texts: Vec<&str> = pending.iter().map(|(_, t)| t.as_str()).collect();
+            let values = embedder.embed(&texts)?;
+            let dims = embedder.dims();
+            let items: Vec<(i64, Vec<f32>)> = pending
+                .iter()
+                .zip(values.chunks_exact(dims))
+                .map(|((hash, _), v)| (*hash, v.to_vec()))
+                .collect();
+            Self::lock(&self.writer).put_vectors(&model, &items)?;
+            if let Some(semantic) = self
+                .semantic
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_mut()
+            {
+                semantic.graph.add(&items)?;
+            }
+            done += items.len();
+            progress(done);
+        };
+        if done > 0
+            && let Some(semantic) = self
+                .semantic
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_ref()
+        {
+            semantic.graph.save()?;
+        }
+        result
     }
 
     pub fn status(&self) -> Result<Status> {

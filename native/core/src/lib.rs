@@ -19,7 +19,11 @@ pub mod error;
 pub mod hash;
 pub mod lang;
 pub mod rank;
+#[cfg(feature = "embed")]
+pub mod semantic;
 pub mod store;
 pub mod textblob;
+#[cfg(feature = "embed")]
+pub mod vectors;
 
 pub use error::{Error, Result};

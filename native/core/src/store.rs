@@ -109,7 +109,32 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE chunks_v2 RENAME TO chunks;
     CREATE INDEX chunks_by_content ON chunks(content_hash);
     ",
+    // 3: chunk vectors per embedding model, keyed by chunk-content hash (little-endian f16).
+    "
+    CREATE TABLE vectors (
+        model        TEXT    NOT NULL,
+        content_hash INTEGER NOT NULL,
+        vector       BLOB    NOT NULL,
+        PRIMARY KEY (model, content_hash)
+    ) WITHOUT ROWID;
+    ",
 ];
+
+/// What a chunk's vector is computed from: its symbol path, the headers of its enclosing
+/// definitions and its content (never its file path, so identical code shares one vector).
+#[must_use]
+pub fn embedding_text(c: &Chunk) -> String {
+    let mut text =
+        String::with_capacity(c.local_path.len() + c.context.len() + c.content.len() + 2);
+    for part in [&c.local_path, &c.context] {
+        if !part.is_empty() {
+            text.push_str(part);
+            text.push('\n');
+        }
+    }
+    text.push_str(&c.content);
+    text
+}
 
 /// The view every index has; worktrees and branches get their own views later.
 pub const DEFAULT_VIEW: i64 = 1;
@@ -501,6 +526,126 @@ impl Store {
         }
     }
 
+    /// Chunks of the view whose content has no vector for `model` yet, one per content hash
+    /// (at most `limit`), with the text to embed: the chunk's symbol path, the headers of its
+    /// enclosing definitions, then its content.
+    pub fn pending_vectors(
+        &self,
+        view_id: i64,
+        model: &str,
+        limit: usize,
+    ) -> Result<Vec<(i64, String)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT c.content_hash, c.file_hash, c.ordinal
+             FROM view_files v JOIN chunks c ON c.file_hash = v.file_hash
+             WHERE v.view_id = ?1 AND NOT EXISTS (
+                 SELECT 1 FROM vectors x WHERE x.model = ?2 AND x.content_hash = c.content_hash)
+             GROUP BY c.content_hash
+             LIMIT ?3",
+        )?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows: Vec<(i64, i64, usize)> = stmt
+            .query_map(params![view_id, model, limit], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)?))
+            })?
+            .map(|row| row.map(|(h, f, o)| (h, f, usize::try_from(o).unwrap_or(usize::MAX))))
+            .collect::<rusqlite::Result<_>>()?;
+        let mut by_file: Vec<(i64, Vec<(usize, i64)>)> = Vec::new();
+        for (hash, file, ordinal) in rows {
+            match by_file.iter_mut().find(|(f, _)| *f == file) {
+                Some((_, list)) => list.push((ordinal, hash)),
+                None => by_file.push((file, vec![(ordinal, hash)])),
+            }
+        }
+        let mut out = Vec::new();
+        for (file, wanted) in by_file {
+            let chunks = self.chunks(file)?;
+            for (ordinal, hash) in wanted {
+                if let Some(c) = chunks.get(ordinal) {
+                    out.push((hash, embedding_text(c)));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stores vectors of `model` (as f16), replacing any with the same content hash.
+    pub fn put_vectors(&mut self, model: &str, vectors: &[(i64, Vec<f32>)]) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT OR REPLACE INTO vectors (model, content_hash, vector) VALUES (?1, ?2, ?3)",
+            )?;
+            for (hash, v) in vectors {
+                let blob: Vec<u8> = v
+                    .iter()
+                    .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+                    .collect();
+                insert.execute(params![model, hash, blob])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Every vector of `model`.
+    pub fn vectors(&self, model: &str) -> Result<Vec<(i64, Vec<f32>)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT content_hash, vector FROM vectors WHERE model = ?1")?;
+        let rows = stmt.query_map([model], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (hash, blob) = row?;
+            let v = blob
+                .chunks_exact(2)
+                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect();
+            out.push((hash, v));
+        }
+        Ok(out)
+    }
+
+    /// Number of vectors stored for `model`.
+    pub fn count_vectors(&self, model: &str) -> Result<usize> {
+        let n: i64 = self.conn.query_row(
+            "SELECT count(*) FROM vectors WHERE model = ?1",
+            [model],
+            |r| r.get(0),
+        )?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// `(path id, ordinal, content hash)` of every chunk in the view.
+    pub fn view_chunk_hashes(&self, view_id: i64) -> Result<Vec<(u32, u32, i64)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT v.id, c.ordinal, c.content_hash
+             FROM view_files v JOIN chunks c ON c.file_hash = v.file_hash
+             WHERE v.view_id = ?1",
+        )?;
+        let rows = stmt.query_map([view_id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, ordinal, hash) = row?;
+            out.push((
+                self.path_id(id)?,
+                u32::try_from(ordinal).unwrap_or(u32::MAX),
+                hash,
+            ));
+        }
+        Ok(out)
+    }
+
     /// Publishes a new state of `view_id` in one transaction: stores new file versions,
     /// points paths at their hashes, drops removed and skipped paths, collects old orphans
     /// and bumps the generation. Returns the new generation. `check` runs before the commit;
@@ -888,6 +1033,70 @@ mod tests {
             )
             .unwrap();
         assert_eq!(store.chunks(new.hash).unwrap(), new.chunks);
+    }
+
+    /// Vectors are stored per model and content hash, as f16; pending work is one chunk per
+    /// content hash of the view that has no vector for that model.
+    #[test]
+    fn vectors_are_keyed_by_model_and_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("index.db")).unwrap();
+        let v = python_version(
+            "class A:\n    def m(self):\n        return 1\n\n\ndef f():\n    pass\n",
+        );
+        let copy = python_version("def f():\n    pass\n");
+        for (name, version) in [("a.py", &v), ("b.py", &copy)] {
+            store
+                .publish(
+                    DEFAULT_VIEW,
+                    &changes(version, &upsert(name, version), &[]),
+                    || Ok(()),
+                )
+                .unwrap();
+        }
+        let distinct: HashSet<i64> = v
+            .chunks
+            .iter()
+            .chain(&copy.chunks)
+            .map(|c| c.content_hash)
+            .collect();
+        let pending = store.pending_vectors(DEFAULT_VIEW, "m1", 100).unwrap();
+        assert_eq!(pending.len(), distinct.len(), "one per content hash");
+        for (hash, text) in &pending {
+            let chunk = v
+                .chunks
+                .iter()
+                .chain(&copy.chunks)
+                .find(|c| c.content_hash == *hash)
+                .unwrap();
+            assert_eq!(*text, embedding_text(chunk));
+            assert!(text.ends_with(&chunk.content));
+        }
+        let header = embedding_text(&Chunk {
+            local_path: "A.m".into(),
+            context: "class A:".into(),
+            content: "def m(self): ...".into(),
+            ..v.chunks[0].clone()
+        });
+        assert_eq!(header, "A.m\nclass A:\ndef m(self): ...");
+        let first = pending[0].0;
+        store
+            .put_vectors("m1", &[(first, vec![0.5, -0.25, 1.0 / 3.0])])
+            .unwrap();
+        assert_eq!(store.count_vectors("m1").unwrap(), 1);
+        assert_eq!(store.count_vectors("m2").unwrap(), 0);
+        let back = store.vectors("m1").unwrap();
+        assert_eq!(back[0].0, first);
+        assert_eq!(&back[0].1[..2], &[0.5, -0.25]);
+        assert!((back[0].1[2] - 1.0 / 3.0).abs() < 1e-3, "f16 precision");
+        let pending = store.pending_vectors(DEFAULT_VIEW, "m1", 100).unwrap();
+        assert_eq!(pending.len(), distinct.len() - 1);
+        assert_eq!(
+            store.pending_vectors(DEFAULT_VIEW, "m2", 2).unwrap().len(),
+            2
+        );
+        let hashes = store.view_chunk_hashes(DEFAULT_VIEW).unwrap();
+        assert_eq!(hashes.len(), v.chunks.len() + copy.chunks.len());
     }
 
     #[test]

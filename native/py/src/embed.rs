@@ -24,6 +24,13 @@ pub(crate) struct Embedder {
     path: PathBuf,
 }
 
+impl Embedder {
+    /// The engine, for the index that embeds with it.
+    pub(crate) fn engine(&self) -> Arc<dyn coderecall_core::embed::Embedder> {
+        Arc::clone(&self.engine)
+    }
+}
+
 #[pymethods]
 impl Embedder {
     /// A BERT-family sentence-embedding model from a folder with `config.json`,

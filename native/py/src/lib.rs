@@ -150,6 +150,45 @@ impl NativeIndex {
         Ok(())
     }
 
+    /// Sets the embedding model of the semantic channel; `model` names it in the index (vectors
+    /// of different names never mix). Natural-language searches then fuse both channels.
+    fn set_embedder(
+        &self,
+        py: Python<'_>,
+        embedder: &embed::Embedder,
+        model: &str,
+    ) -> PyResult<()> {
+        let engine = self.engine()?;
+        let model_engine = embedder.engine();
+        py.detach(|| engine.set_embedder(model, model_engine))
+            .map_err(to_py)
+    }
+
+    /// Embeds the chunks that have no vector for the model yet, `batch_size` per call of the
+    /// model; `progress(done)` after each batch. Returns how many were embedded.
+    #[pyo3(signature = (batch_size = 64, progress = None))]
+    fn embed_pending(
+        &self,
+        py: Python<'_>,
+        batch_size: usize,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<usize> {
+        let engine = self.engine()?;
+        py.detach(|| {
+            let report = |done: usize| {
+                if let Some(callback) = &progress {
+                    Python::attach(|py| {
+                        if let Err(err) = callback.call1(py, (done,)) {
+                            err.write_unraisable(py, None);
+                        }
+                    });
+                }
+            };
+            engine.embed_pending(batch_size, &report)
+        })
+        .map_err(to_py)
+    }
+
     #[pyo3(signature = (query, limit=10, languages=None, directories=None, kinds=None, per_file=4, with_content=false))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -244,6 +283,11 @@ fn hit_dict<'py>(py: Python<'py>, h: &Hit) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("symbol_path", &h.symbol_path)?;
     d.set_item("score", h.score)?;
     d.set_item("content", &h.content)?;
+    let channels: Vec<&str> = [(h.lexical, "lexical"), (h.semantic, "semantic")]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+    d.set_item("channels", channels)?;
     Ok(d)
 }
 

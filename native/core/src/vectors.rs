@@ -1,0 +1,239 @@
+//! Chunk vectors of one model in an HNSW graph (usearch): cosine over f16, keyed by the
+//! chunk-content hash, so identical code in many files and versions is one vector.
+//!
+//! The vectors themselves live in SQLite (table `vectors`); this graph is derived from them,
+//! saved beside the database and rebuilt from SQLite when missing or out of step, never by
+//! calling a model again.
+
+use std::path::{Path, PathBuf};
+
+use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+
+use crate::error::{Error, Result};
+
+/// HNSW neighbours per node; usearch's default, a good recall/size balance for 256–768 dims.
+const CONNECTIVITY: usize = 16;
+
+/// The graph of one model's vectors.
+pub struct VectorIndex {
+    index: Index,
+    dims: usize,
+    path: PathBuf,
+}
+
+fn hnsw_error(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Corrupt {
+        path: path.to_path_buf(),
+        reason: format!("vector index: {e}"),
+    }
+}
+
+impl VectorIndex {
+    /// An empty graph for `dims`-dimensional vectors, to be saved at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] if usearch cannot allocate the index.
+    pub fn new(path: &Path, dims: usize, capacity: usize) -> Result<Self> {
+        let options = IndexOptions {
+            dimensions: dims,
+            metric: MetricKind::Cos,
+            quantization: ScalarKind::F16,
+            connectivity: CONNECTIVITY,
+            expansion_add: 0,
+            expansion_search: 0,
+            multi: false,
+        };
+        let index = Index::new(&options).map_err(|e| hnsw_error(path, e))?;
+        let graph = VectorIndex {
+            index,
+            dims,
+            path: path.to_path_buf(),
+        };
+        graph.reserve(capacity)?;
+        Ok(graph)
+    }
+
+    /// The graph saved at `path`, if it exists, holds `dims`-dimensional vectors and `expected`
+    /// of them; `None` otherwise (the caller rebuilds it).
+    #[must_use]
+    pub fn load(path: &Path, dims: usize, expected: usize) -> Option<Self> {
+        let graph = VectorIndex::new(path, dims, 0).ok()?;
+        graph.index.load(path.to_str()?).ok()?;
+        (graph.index.dimensions() == dims && graph.index.size() == expected)
+            .then_some(graph)
+            .and_then(|g| g.reserve(expected).ok().map(|()| g))
+    }
+
+    /// Room for `capacity` vectors and a search context per thread (usearch needs both before
+    /// `add` and `search`).
+    fn reserve(&self, capacity: usize) -> Result<()> {
+        let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get) + 2;
+        self.index
+            .reserve_capacity_and_threads(capacity.max(self.index.size()).max(64), threads)
+            .map_err(|e| hnsw_error(&self.path, e))
+    }
+
+    /// Number of vectors.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.index.size()
+    }
+
+    /// Whether the graph is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Length of every vector.
+    #[must_use]
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Adds the vectors not in the graph yet.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a vector of the wrong length; [`Error::Corrupt`] if
+    /// usearch fails.
+    pub fn add(&mut self, vectors: &[(i64, Vec<f32>)]) -> Result<()> {
+        if let Some((_, v)) = vectors.iter().find(|(_, v)| v.len() != self.dims) {
+            return Err(Error::InvalidArgument(format!(
+                "a vector of {} values for an index of {} dimensions",
+                v.len(),
+                self.dims
+            )));
+        }
+        if self.index.size() + vectors.len() > self.index.capacity() {
+            self.reserve((self.index.size() + vectors.len()).next_power_of_two())?;
+        }
+        for (hash, v) in vectors {
+            let key = key_of(*hash);
+            if !self.index.contains(key) {
+                self.index
+                    .add(key, v.as_slice())
+                    .map_err(|e| hnsw_error(&self.path, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `k` nearest content hashes accepted by `filter`, with their cosine similarity.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a query of the wrong length.
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: impl Fn(i64) -> bool,
+    ) -> Result<Vec<(i64, f32)>> {
+        if query.len() != self.dims {
+            return Err(Error::InvalidArgument(format!(
+                "a query of {} values for an index of {} dimensions",
+                query.len(),
+                self.dims
+            )));
+        }
+        if self.is_empty() || k == 0 {
+            return Ok(Vec::new());
+        }
+        let matches = self
+            .index
+            .filtered_search(query, k, |key| filter(hash_of(key)))
+            .map_err(|e| hnsw_error(&self.path, e))?;
+        Ok(matches
+            .keys
+            .iter()
+            .zip(&matches.distances)
+            .map(|(&key, &distance)| (hash_of(key), 1.0 - distance))
+            .collect())
+    }
+
+    /// Writes the graph to its path (a temporary file renamed into place).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if the file cannot be written.
+    pub fn save(&self) -> Result<()> {
+        let temp = self
+            .path
+            .with_extension(format!("tmp-{}", std::process::id()));
+        let text = temp
+            .to_str()
+            .ok_or_else(|| Error::InvalidArgument("index path is not UTF-8".into()))?;
+        self.index.save(text).map_err(|e| {
+            Error::io(
+                format!("saving {}", self.path.display()),
+                std::io::Error::other(e.to_string()),
+            )
+        })?;
+        std::fs::rename(&temp, &self.path)
+            .map_err(|e| Error::io(format!("saving {}", self.path.display()), e))
+    }
+}
+
+/// usearch keys are `u64`; content hashes are SQLite's signed integers (same bits), except
+/// that `u64::MAX` is usearch's mark of a free slot: the hash with those bits (one in 2^64)
+/// shares the key below it.
+fn key_of(hash: i64) -> u64 {
+    u64::from_ne_bytes(hash.to_ne_bytes()).min(u64::MAX - 1)
+}
+
+fn hash_of(key: u64) -> i64 {
+    i64::from_ne_bytes(key.to_ne_bytes())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn unit(seed: u64, dims: usize) -> Vec<f32> {
+        let mut v: Vec<f32> = (0..dims)
+            .map(|i| {
+                let x = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add((i as u64).wrapping_mul(1_442_695_040_888_963_407));
+                ((x >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect();
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter_mut().for_each(|x| *x /= n);
+        v
+    }
+
+    #[test]
+    fn finds_neighbours_filters_saves_and_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.usearch");
+        let mut graph = VectorIndex::new(&path, 32, 8).unwrap();
+        let vectors: Vec<(i64, Vec<f32>)> = (0..500)
+            .map(|i| (i * 3 - 700, unit(i as u64, 32)))
+            .collect();
+        graph.add(&vectors).unwrap();
+        graph.add(&vectors[..10]).unwrap(); // known keys are skipped
+        assert_eq!(graph.len(), 500);
+        let hits = graph.search(&vectors[7].1, 5, |_| true).unwrap();
+        assert_eq!(hits[0].0, vectors[7].0);
+        assert!((hits[0].1 - 1.0).abs() < 1e-2);
+        let odd = graph.search(&vectors[7].1, 5, |h| h % 2 != 0).unwrap();
+        assert!(odd.iter().all(|(h, _)| h % 2 != 0));
+        assert!(graph.search(&[0.0; 3], 5, |_| true).is_err());
+        assert!(graph.add(&[(1, vec![0.0; 3])]).is_err());
+        graph.save().unwrap();
+        let loaded = VectorIndex::load(&path, 32, 500).unwrap();
+        assert_eq!(
+            loaded.search(&vectors[7].1, 1, |_| true).unwrap()[0].0,
+            vectors[7].0
+        );
+        assert!(
+            VectorIndex::load(&path, 32, 499).is_none(),
+            "a count mismatch means rebuild"
+        );
+        assert!(VectorIndex::load(&dir.path().join("missing"), 32, 0).is_none());
+    }
+}
