@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from coderecall import Embedder
-from helpers import Files, MakeRepo, git, write_files
+from helpers import SAMPLE_PROJECT, Files, MakeRepo, git, write_files
 
 
 @pytest.fixture
@@ -80,11 +80,23 @@ def in_cache(model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def static_model(minilm: Path, model_cache: Path) -> Path:
+def static_model(minilm: Path, model_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Distilled once per session through the command line (about half a minute)."""
+    corpus = tmp_path_factory.mktemp("corpus")
+    write_files(corpus, SAMPLE_PROJECT)
     env = dict(os.environ, CODERECALL_MODELS=str(model_cache))
     done = subprocess.run(
-        [sys.executable, "-m", "coderecall", "model", "distill", str(minilm), "--json"],
+        [
+            sys.executable,
+            "-m",
+            "coderecall",
+            "model",
+            "distill",
+            str(minilm),
+            "--corpus",
+            str(corpus),
+            "--json",
+        ],
         capture_output=True,
         text=True,
         env=env,

@@ -16,6 +16,7 @@ import pytest
 
 import coderecall
 from coderecall import Embedder, ModelError, distill_model, list_models, load_embedder
+from coderecall._models import token_frequencies
 
 GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "data" / "minilm_golden.json"
 
@@ -135,3 +136,20 @@ def test_broken_model_folders_raise_model_error_naming_the_problem(
     with pytest.raises(ModelError, match="not a BERT config"):
         Embedder.transformer(not_bert)
     assert issubclass(ModelError, coderecall.Error)
+
+
+def test_token_frequencies_count_the_corpus_files_not_the_ignored_ones(
+    minilm: Path, tmp_path: Path
+) -> None:
+    (tmp_path / ".gitignore").write_text("ignored/\n")
+    (tmp_path / "a.py").write_text("def fetch():\n    return fetch_all()\n" * 40)
+    (tmp_path / "ignored").mkdir()
+    (tmp_path / "ignored" / "b.py").write_text("zebra " * 500)
+    tokenizer = Embedder.transformer(minilm)
+    counts = token_frequencies(minilm, tmp_path)
+    (fetch,) = tokenizer.tokenize(["fetch"])[0][1:-1]
+    (zebra,) = tokenizer.tokenize(["zebra"])[0][1:-1]
+    assert counts[fetch] >= 80, "every line counted, not only the first 256 tokens"
+    assert zebra >= len(counts) or counts[zebra] == 0
+    with pytest.raises(ModelError, match="must be a folder"):
+        token_frequencies(minilm, tmp_path / "a.py")

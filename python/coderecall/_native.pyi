@@ -88,9 +88,11 @@ def distill(
     dst: str | PathLike[str],
     dims: int = 256,
     progress: Callable[[int, int], object] | None = None,
+    frequencies: Sequence[float] | None = None,
 ) -> DistillReport:
     """Builds a static model in ``dst`` from the transformer in ``src``; ``progress(done,
-    total)`` is called as tokens are embedded. Returns what was built."""
+    total)`` is called as tokens are embedded; ``frequencies[id]`` counts token ``id`` in a
+    representative corpus (else Zipf over the ids). Returns what was built."""
 
 class UpdateStats(TypedDict):
     files_parsed: int

@@ -123,20 +123,19 @@ impl Embedder {
 
 /// Builds a static model in `dst` from the transformer in `src` (see
 /// `coderecall_core::embed::distill`); `progress(done, total)` is called as tokens are embedded.
+/// `frequencies[id]` counts token `id` in a representative corpus (else Zipf over the ids).
 /// Returns what was built.
 #[pyfunction]
-#[pyo3(signature = (src, dst, dims = 256, progress = None))]
+#[pyo3(signature = (src, dst, dims = 256, progress = None, frequencies = None))]
 pub(crate) fn distill<'py>(
     py: Python<'py>,
     src: PathBuf,
     dst: PathBuf,
     dims: usize,
     progress: Option<Py<PyAny>>,
+    frequencies: Option<Vec<f64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let options = DistillOptions {
-        dims,
-        frequencies: None,
-    };
+    let options = DistillOptions { dims, frequencies };
     let report = py
         .detach(|| {
             let report = |done: usize, total: usize| {
