@@ -115,10 +115,21 @@ pub struct Hit {
     pub symbol_path: String,
     pub score: f32,
     pub content: Option<String>,
-    /// Whether the lexical channel found it (else only the semantic one did).
+    pub channels: Channels,
+}
+
+/// Which retrieval channels found a hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Channels {
     pub lexical: bool,
-    /// Whether the semantic channel found it.
     pub semantic: bool,
+}
+
+impl Channels {
+    pub const LEXICAL: Channels = Channels {
+        lexical: true,
+        semantic: false,
+    };
 }
 
 #[derive(Clone, Debug, Default)]
@@ -820,14 +831,10 @@ impl Engine {
         let candidates = lx
             .bm25
             .search_terms_including(&query.terms, k, filter, defining);
-        let fused = self.fuse_semantic(&query, candidates, &allowed)?;
-        let channels: IntMap<u64, (bool, bool)> = fused
-            .iter()
-            .map(|&(key, _, lexical, semantic)| (key, (lexical, semantic)))
-            .collect();
-        let scored: Vec<(f32, u64)> = fused
+        let scored: Vec<(f32, (u64, Channels))> = self
+            .fuse_semantic(&query, candidates, &allowed)?
             .into_iter()
-            .filter_map(|(key, bm25, _, _)| {
+            .filter_map(|(key, bm25, channels)| {
                 let doc = lx.docs.get(&key)?;
                 let path = lx.paths.get(&path_id_of(key))?;
                 let c = Candidate {
@@ -842,17 +849,17 @@ impl Engine {
                     names: &doc.names,
                     kind: doc.kind,
                 };
-                Some((score(&query, &c, &weights), key))
+                Some((score(&query, &c, &weights), (key, channels)))
             })
             .collect();
-        let ranked = diversify(scored, |key| path_id_of(*key), req.per_file, req.limit);
+        let ranked = diversify(scored, |(key, _)| path_id_of(*key), req.per_file, req.limit);
         let reader = if req.with_content {
             Some(Self::lock(&self.reader))
         } else {
             None
         };
         let mut hits = Vec::with_capacity(ranked.len());
-        for (score, key) in ranked {
+        for (score, (key, channels)) in ranked {
             let (Some(doc), Some(path)) = (lx.docs.get(&key), lx.paths.get(&path_id_of(key)))
             else {
                 continue;
@@ -875,14 +882,13 @@ impl Engine {
                 ),
                 score,
                 content,
-                lexical: channels.get(&key).is_none_or(|c| c.0),
-                semantic: channels.get(&key).is_some_and(|c| c.1),
+                channels,
             });
         }
         Ok(hits)
     }
 
-    /// The lexical candidates as `(key, score, lexical, semantic)`; fused by reciprocal rank
+    /// The lexical candidates with the channels that found them; fused by reciprocal rank
     /// with the semantic channel's for natural-language queries when a model is set.
     /// Identifiers and paths are exact lookups: nearest neighbours only dilute them.
     #[allow(clippy::unnecessary_wraps, unused_variables)]
@@ -891,7 +897,7 @@ impl Engine {
         query: &Query,
         lexical: Vec<(u64, f32)>,
         allowed: &dyn Fn(u64) -> bool,
-    ) -> Result<Vec<(u64, f32, bool, bool)>> {
+    ) -> Result<Vec<(u64, f32, Channels)>> {
         #[cfg(feature = "embed")]
         if query.class == QueryClass::NaturalLanguage {
             let semantic = self
@@ -901,16 +907,13 @@ impl Engine {
             if let Some(semantic) = semantic.as_ref() {
                 let nearest = semantic.search(&query.raw, allowed)?;
                 if !nearest.is_empty() {
-                    return Ok(crate::semantic::fuse(&lexical, &nearest)
-                        .into_iter()
-                        .map(|(key, score, c)| (key, score, c.lexical, c.semantic))
-                        .collect());
+                    return Ok(crate::semantic::fuse(&lexical, &nearest));
                 }
             }
         }
         Ok(lexical
             .into_iter()
-            .map(|(key, score)| (key, score, true, false))
+            .map(|(key, score)| (key, score, Channels::LEXICAL))
             .collect())
     }
 
@@ -945,16 +948,29 @@ impl Engine {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .generation;
+        // Every search passes here: only a changed view takes the write lock.
+        let current = |slot: &Option<crate::semantic::Semantic>| {
+            slot.as_ref()
+                .is_none_or(|s| s.generation == Some(generation))
+        };
+        if current(
+            &self
+                .semantic
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        ) {
+            return Ok(());
+        }
         let mut slot = self
             .semantic
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if current(&slot) {
+            return Ok(()); // another search got here first
+        }
         let Some(semantic) = slot.as_mut() else {
             return Ok(());
         };
-        if semantic.generation == Some(generation) {
-            return Ok(());
-        }
         let mut by_content: IntMap<i64, Vec<u64>> = IntMap::default();
         for (path_id, ordinal, hash) in Self::lock(&self.reader).view_chunk_hashes(DEFAULT_VIEW)? {
             by_content
@@ -988,23 +1004,19 @@ impl Engine {
             (semantic.model.clone(), Arc::clone(&semantic.embedder))
         };
         self.cancel.store(false, Ordering::SeqCst);
+        let pending = Self::lock(&self.reader).pending_vectors(DEFAULT_VIEW, &model)?;
         let mut done = 0;
-        let result = loop {
+        let result = pending.chunks(batch.max(1)).try_for_each(|batch| {
             if self.cancel.swap(false, Ordering::SeqCst) {
-                break Err(Error::Cancelled);
+                return Err(Error::Cancelled);
             }
-            let pending =
-                Self::lock(&self.reader).pending_vectors(DEFAULT_VIEW, &model, batch.max(1))?;
-            if pending.is_empty() {
-                break Ok(done);
-            }
-            let texts: Vec<&str> = pending.iter().map(|(_, t)| t.as_str()).collect();
+            let texts = Self::lock(&self.reader).embedding_texts(batch)?;
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
             let values = embedder.embed(&texts)?;
-            let dims = embedder.dims();
-            let items: Vec<(i64, Vec<f32>)> = pending
+            let items: Vec<(i64, Vec<f32>)> = batch
                 .iter()
-                .zip(values.chunks_exact(dims))
-                .map(|((hash, _), v)| (*hash, v.to_vec()))
+                .zip(values.chunks_exact(embedder.dims()))
+                .map(|(p, v)| (p.content_hash, v.to_vec()))
                 .collect();
             Self::lock(&self.writer).put_vectors(&model, &items)?;
             if let Some(semantic) = self
@@ -1017,7 +1029,10 @@ impl Engine {
             }
             done += items.len();
             progress(done);
-        };
+            Ok(())
+        });
+        // Whatever was added is saved, even after an error or a cancellation: the stored
+        // vectors and the graph file stay in step.
         if done > 0
             && let Some(semantic) = self
                 .semantic
@@ -1027,7 +1042,7 @@ impl Engine {
         {
             semantic.graph.save()?;
         }
-        result
+        result.map(|()| done)
     }
 
     pub fn status(&self) -> Result<Status> {

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::embed::Embedder;
+use crate::engine::Channels;
 use crate::error::{Error, Result};
 use crate::hash::IntMap;
 use crate::store::Store;
@@ -92,26 +93,23 @@ impl Semantic {
     }
 }
 
-/// Which channels found a hit.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Channels {
-    pub lexical: bool,
-    pub semantic: bool,
-}
-
 /// Reciprocal rank fusion of the lexical ranking (already best first) and the semantic one.
 #[must_use]
 pub fn fuse(lexical: &[(u64, f32)], semantic: &[u64]) -> Vec<(u64, f32, Channels)> {
+    const NONE: Channels = Channels {
+        lexical: false,
+        semantic: false,
+    };
     let mut fused: IntMap<u64, (f32, Channels)> = IntMap::default();
     #[allow(clippy::cast_precision_loss)]
     let rrf = |rank: usize| 1.0 / (RRF_K + (rank + 1) as f32);
     for (rank, &(key, _)) in lexical.iter().enumerate() {
-        let entry = fused.entry(key).or_default();
+        let entry = fused.entry(key).or_insert((0.0, NONE));
         entry.0 += rrf(rank);
         entry.1.lexical = true;
     }
     for (rank, &key) in semantic.iter().enumerate() {
-        let entry = fused.entry(key).or_default();
+        let entry = fused.entry(key).or_insert((0.0, NONE));
         if !entry.1.semantic {
             entry.0 += rrf(rank);
             entry.1.semantic = true;

@@ -120,6 +120,14 @@ const MIGRATIONS: &[&str] = &[
     ",
 ];
 
+/// A chunk whose content has no vector for a model yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingChunk {
+    pub content_hash: i64,
+    pub file_hash: i64,
+    pub ordinal: usize,
+}
+
 /// What a chunk's vector is computed from: its symbol path, the headers of its enclosing
 /// definitions and its content (never its file path, so identical code shares one vector).
 #[must_use]
@@ -526,45 +534,44 @@ impl Store {
         }
     }
 
-    /// Chunks of the view whose content has no vector for `model` yet, one per content hash
-    /// (at most `limit`), with the text to embed: the chunk's symbol path, the headers of its
-    /// enclosing definitions, then its content.
-    pub fn pending_vectors(
-        &self,
-        view_id: i64,
-        model: &str,
-        limit: usize,
-    ) -> Result<Vec<(i64, String)>> {
+    /// Chunks of the view whose content has no vector for `model` yet, one per content hash.
+    /// One scan of the view: callers embed them in batches with [`Self::embedding_texts`].
+    pub fn pending_vectors(&self, view_id: i64, model: &str) -> Result<Vec<PendingChunk>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT c.content_hash, c.file_hash, c.ordinal
              FROM view_files v JOIN chunks c ON c.file_hash = v.file_hash
              WHERE v.view_id = ?1 AND NOT EXISTS (
                  SELECT 1 FROM vectors x WHERE x.model = ?2 AND x.content_hash = c.content_hash)
              GROUP BY c.content_hash
-             LIMIT ?3",
+             ORDER BY c.file_hash, c.ordinal",
         )?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows: Vec<(i64, i64, usize)> = stmt
-            .query_map(params![view_id, model, limit], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)?))
-            })?
-            .map(|row| row.map(|(h, f, o)| (h, f, usize::try_from(o).unwrap_or(usize::MAX))))
-            .collect::<rusqlite::Result<_>>()?;
-        let mut by_file: Vec<(i64, Vec<(usize, i64)>)> = Vec::new();
-        for (hash, file, ordinal) in rows {
-            match by_file.iter_mut().find(|(f, _)| *f == file) {
-                Some((_, list)) => list.push((ordinal, hash)),
-                None => by_file.push((file, vec![(ordinal, hash)])),
+        let rows = stmt.query_map(params![view_id, model], |r| {
+            Ok(PendingChunk {
+                content_hash: r.get(0)?,
+                file_hash: r.get(1)?,
+                ordinal: usize::try_from(r.get::<_, i64>(2)?).unwrap_or(usize::MAX),
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The text each chunk's vector is computed from ([`embedding_text`]), in order; chunks
+    /// of one file come from one read of its text.
+    pub fn embedding_texts(&self, chunks: &[PendingChunk]) -> Result<Vec<String>> {
+        let mut out = Vec::with_capacity(chunks.len());
+        let mut file: Option<(i64, Vec<Chunk>)> = None;
+        for pending in chunks {
+            if file
+                .as_ref()
+                .is_none_or(|(hash, _)| *hash != pending.file_hash)
+            {
+                file = Some((pending.file_hash, self.chunks(pending.file_hash)?));
             }
-        }
-        let mut out = Vec::new();
-        for (file, wanted) in by_file {
-            let chunks = self.chunks(file)?;
-            for (ordinal, hash) in wanted {
-                if let Some(c) = chunks.get(ordinal) {
-                    out.push((hash, embedding_text(c)));
-                }
-            }
+            let text = file
+                .as_ref()
+                .and_then(|(_, chunks)| chunks.get(pending.ordinal))
+                .map_or_else(String::new, embedding_text);
+            out.push(text);
         }
         Ok(out)
     }
@@ -1060,14 +1067,15 @@ mod tests {
             .chain(&copy.chunks)
             .map(|c| c.content_hash)
             .collect();
-        let pending = store.pending_vectors(DEFAULT_VIEW, "m1", 100).unwrap();
+        let pending = store.pending_vectors(DEFAULT_VIEW, "m1").unwrap();
         assert_eq!(pending.len(), distinct.len(), "one per content hash");
-        for (hash, text) in &pending {
+        let texts = store.embedding_texts(&pending).unwrap();
+        for (p, text) in pending.iter().zip(&texts) {
             let chunk = v
                 .chunks
                 .iter()
                 .chain(&copy.chunks)
-                .find(|c| c.content_hash == *hash)
+                .find(|c| c.content_hash == p.content_hash)
                 .unwrap();
             assert_eq!(*text, embedding_text(chunk));
             assert!(text.ends_with(&chunk.content));
@@ -1079,7 +1087,7 @@ mod tests {
             ..v.chunks[0].clone()
         });
         assert_eq!(header, "A.m\nclass A:\ndef m(self): ...");
-        let first = pending[0].0;
+        let first = pending[0].content_hash;
         store
             .put_vectors("m1", &[(first, vec![0.5, -0.25, 1.0 / 3.0])])
             .unwrap();
@@ -1089,11 +1097,12 @@ mod tests {
         assert_eq!(back[0].0, first);
         assert_eq!(&back[0].1[..2], &[0.5, -0.25]);
         assert!((back[0].1[2] - 1.0 / 3.0).abs() < 1e-3, "f16 precision");
-        let pending = store.pending_vectors(DEFAULT_VIEW, "m1", 100).unwrap();
+        let pending = store.pending_vectors(DEFAULT_VIEW, "m1").unwrap();
         assert_eq!(pending.len(), distinct.len() - 1);
+        assert!(pending.iter().all(|p| p.content_hash != first));
         assert_eq!(
-            store.pending_vectors(DEFAULT_VIEW, "m2", 2).unwrap().len(),
-            2
+            store.pending_vectors(DEFAULT_VIEW, "m2").unwrap().len(),
+            distinct.len()
         );
         let hashes = store.view_chunk_hashes(DEFAULT_VIEW).unwrap();
         assert_eq!(hashes.len(), v.chunks.len() + copy.chunks.len());

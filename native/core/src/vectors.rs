@@ -86,12 +86,6 @@ impl VectorIndex {
         self.len() == 0
     }
 
-    /// Length of every vector.
-    #[must_use]
-    pub fn dims(&self) -> usize {
-        self.dims
-    }
-
     /// Adds the vectors not in the graph yet.
     ///
     /// # Errors

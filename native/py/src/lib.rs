@@ -283,10 +283,13 @@ fn hit_dict<'py>(py: Python<'py>, h: &Hit) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("symbol_path", &h.symbol_path)?;
     d.set_item("score", h.score)?;
     d.set_item("content", &h.content)?;
-    let channels: Vec<&str> = [(h.lexical, "lexical"), (h.semantic, "semantic")]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect();
+    let channels: Vec<&str> = [
+        (h.channels.lexical, "lexical"),
+        (h.channels.semantic, "semantic"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect();
     d.set_item("channels", channels)?;
     Ok(d)
 }
