@@ -37,11 +37,15 @@ def make_repo(tmp_path: Path) -> MakeRepo:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """No CODERECALL_* variable of the developer's shell may change a test's outcome."""
     for name in list(os.environ):
         if name.startswith("CODERECALL_"):
             monkeypatch.delenv(name)
+    # An empty model cache: `embedding.provider = auto` must not find the developer's models.
+    monkeypatch.setenv("CODERECALL_MODELS", str(tmp_path_factory.mktemp("no-models")))
 
 
 # Embedding models: the real all-MiniLM-L6-v2 files, and a static model distilled from them once

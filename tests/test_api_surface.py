@@ -14,12 +14,17 @@ def test_exported_names() -> None:
         "Config",
         "ConfigError",
         "Embedder",
+        "EmbeddingEstimate",
         "Error",
         "IndexCorruptError",
         "IndexReport",
         "IndexStatus",
         "ModelError",
         "ModelInfo",
+        "ProviderAuthError",
+        "ProviderError",
+        "ProviderResponseError",
+        "ProviderUnavailableError",
         "QueryError",
         "RootRefusedError",
         "SearchHit",
@@ -30,6 +35,7 @@ def test_exported_names() -> None:
         "load_config",
         "load_embedder",
         "models_dir",
+        "pull_model",
     }
     assert sorted(coderecall.__all__) == coderecall.__all__
 
@@ -46,12 +52,14 @@ def test_one_exception_tree() -> None:
         for name in coderecall.__all__
         if isinstance(value := getattr(coderecall, name), type) and issubclass(value, BaseException)
     ]
-    assert len(exceptions) == 8
+    assert len(exceptions) == 12
     assert all(issubclass(exception, coderecall.Error) for exception in exceptions)
     assert issubclass(coderecall.Error, Exception)
     assert issubclass(coderecall.IndexCorruptError, coderecall.StoreError)
     assert issubclass(coderecall.ConfigError, ValueError)
     assert issubclass(coderecall.QueryError, ValueError)
+    for remote in ("Auth", "Response", "Unavailable"):
+        assert issubclass(getattr(coderecall, f"Provider{remote}Error"), coderecall.ProviderError)
 
 
 def test_version_matches_the_installed_distribution() -> None:

@@ -39,6 +39,13 @@ def assert_one_error_line(result: subprocess.CompletedProcess[str], *fragments: 
         assert fragment in lines[0]
 
 
+@pytest.fixture(autouse=True)
+def _lexical_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests read stderr exactly: no notice about semantic search (test_embedding.py
+    checks that one)."""
+    monkeypatch.setenv("CODERECALL_EMBEDDING_PROVIDER", "none")
+
+
 @pytest.fixture
 def project(make_repo: MakeRepo) -> Path:
     return make_repo(SAMPLE_PROJECT)

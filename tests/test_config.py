@@ -90,7 +90,8 @@ def test_environment_booleans(
 def test_environment_variables_naming_no_key_are_left_to_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("CODERECALL_EMBEDDING_PROVIDER", "static")
+    monkeypatch.setenv("CODERECALL_MODELS", str(tmp_path))  # read by the model cache
+    monkeypatch.setenv("CODERECALL_SOMETHING_ELSE", "1")
     assert load_config(tmp_path) == Config()
 
 

@@ -40,11 +40,11 @@ def test_chunks_are_embedded_once_and_reused_across_files_and_runs(
 ) -> None:
     native = native_of(indexed)
     native.set_embedder(static_embedder, "static-test")
-    done: list[int] = []
-    first = native.embed_pending(batch_size=3, progress=done.append)
+    done: list[tuple[int, int]] = []
+    first = native.embed_pending(batch_size=3, progress=lambda *report: done.append(report))
     assert first > 0
     assert done == sorted(done)
-    assert done[-1] == first
+    assert done[-1] == (first, first)
     assert native.embed_pending() == 0, "nothing is embedded twice"
     assert len(vector_files(indexed)) == 1
     # The same content under a new name needs no new vector.

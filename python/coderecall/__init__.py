@@ -12,14 +12,19 @@ from ._errors import (
     Error,
     IndexCorruptError,
     ModelError,
+    ProviderAuthError,
+    ProviderError,
+    ProviderResponseError,
+    ProviderUnavailableError,
     QueryError,
     RootRefusedError,
     StoreError,
 )
+from ._hub import pull_model
 from ._index import CodeIndex
 from ._models import ModelInfo, distill_model, list_models, load_embedder, models_dir
 from ._native import Embedder, __version__
-from ._results import IndexReport, IndexStatus, SearchHit
+from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit
 
 __all__ = [
     "CancelledError",
@@ -27,12 +32,17 @@ __all__ = [
     "Config",
     "ConfigError",
     "Embedder",
+    "EmbeddingEstimate",
     "Error",
     "IndexCorruptError",
     "IndexReport",
     "IndexStatus",
     "ModelError",
     "ModelInfo",
+    "ProviderAuthError",
+    "ProviderError",
+    "ProviderResponseError",
+    "ProviderUnavailableError",
     "QueryError",
     "RootRefusedError",
     "SearchHit",
@@ -43,6 +53,7 @@ __all__ = [
     "load_config",
     "load_embedder",
     "models_dir",
+    "pull_model",
 ]
 
 # Public objects live in private modules; present them as `coderecall.X` in reprs, tracebacks

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import sys
@@ -21,11 +22,12 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.syntax import Syntax
 
-from ._errors import Error
+from ._errors import Error, QueryError
+from ._hub import pull_model
 from ._index import CodeIndex
 from ._models import distill_model, find_model, list_models, models_dir
 from ._native import __version__
-from ._results import IndexReport, IndexStatus, SearchHit
+from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit
 
 __all__ = ["main"]
 
@@ -58,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (argparse exits 2 itself on bad usage)."""
     args = _parser().parse_args(argv)
     command: Callable[[argparse.Namespace], int] = args.command
+    _show_warnings()
     try:
         return command(args)
     except KeyboardInterrupt:
@@ -71,6 +74,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def _show_warnings() -> None:
+    """Notices and warnings of the library (lexical-only mode, a provider that failed) as
+    ``coderecall: ...`` lines on stderr."""
+    logger = logging.getLogger("coderecall")
+    if not any(getattr(h, "_coderecall_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("coderecall: %(message)s"))
+        handler.setLevel(logging.WARNING)
+        handler._coderecall_cli = True  # type: ignore[attr-defined]  # marks our own handler
+        logger.addHandler(handler)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coderecall", description="A fast, local code index for AI coding agents."
@@ -81,25 +96,25 @@ def _parser() -> argparse.ArgumentParser:
     index = commands.add_parser("index", help="build or update the index of a project")
     index.add_argument("path", nargs="?", default=".", help="project root (default: .)")
     index.add_argument("--force", action="store_true", help="re-read every file")
+    index.add_argument(
+        "--estimate",
+        action="store_true",
+        help="update the lexical index, then report what embedding would cost; send nothing",
+    )
     _common(index)
     index.set_defaults(command=_index)
 
     search = commands.add_parser("search", help="search the code of a project")
     search.add_argument("query", help="identifier, path fragment or plain words")
-    search.add_argument("--path", default=".", help="project root (default: .)")
-    search.add_argument("--limit", type=_positive_int, help="number of results")
-    search.add_argument(
-        "--lang", action="append", help="only this language (repeatable)", metavar="LANG"
-    )
-    search.add_argument(
-        "--dir", action="append", help="only under this folder (repeatable)", metavar="DIR"
-    )
-    search.add_argument(
-        "--kind", action="append", help="only this kind, e.g. function (repeatable)"
-    )
-    search.add_argument("--no-content", action="store_true", help="print locations only")
-    _common(search)
+    _result_options(search)
     search.set_defaults(command=_search)
+
+    similar = commands.add_parser("similar", help="find code like a chunk or a snippet")
+    similar.add_argument(
+        "target", help="FILE:LINE (the chunk holding that line), or - to read code from stdin"
+    )
+    _result_options(similar)
+    similar.set_defaults(command=_similar)
 
     status = commands.add_parser("status", help="show what the index holds")
     status.add_argument("--path", default=".", help="project root (default: .)")
@@ -128,7 +143,29 @@ def _parser() -> argparse.ArgumentParser:
     )
     distill.add_argument("--json", action="store_true", help="print JSON")
     distill.set_defaults(command=_model_distill)
+    pull = models.add_parser("pull", help="download a model from the Hugging Face hub")
+    pull.add_argument("model_id", help="e.g. minishlab/potion-base-8M")
+    pull.add_argument("--revision", default="main", help="branch, tag or commit (default: main)")
+    pull.add_argument("--name", help="folder name in the cache (default: the model's name)")
+    pull.add_argument("--json", action="store_true", help="print JSON")
+    pull.set_defaults(command=_model_pull)
     return parser
+
+
+def _result_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--path", default=".", help="project root (default: .)")
+    parser.add_argument("--limit", type=_positive_int, help="number of results")
+    parser.add_argument(
+        "--lang", action="append", help="only this language (repeatable)", metavar="LANG"
+    )
+    parser.add_argument(
+        "--dir", action="append", help="only under this folder (repeatable)", metavar="DIR"
+    )
+    parser.add_argument(
+        "--kind", action="append", help="only this kind, e.g. function (repeatable)"
+    )
+    parser.add_argument("--no-content", action="store_true", help="print locations only")
+    _common(parser)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -171,12 +208,35 @@ def _print_json(data: Any) -> None:
 
 def _index(args: argparse.Namespace) -> int:
     with CodeIndex(args.path, force=args.force_root) as index:
-        report = index.index(force=args.force, progress=not args.json)
-    if args.json:
+        if args.estimate:
+            estimate = index.estimate()
+        else:
+            report = index.index(force=args.force, progress=not args.json)
+    if args.estimate:
+        if args.json:
+            _print_json(estimate.to_dict())
+        else:
+            _print_estimate(_stdout(), estimate)
+    elif args.json:
         _print_json(report.to_dict())
     else:
         _print_report(_stdout(), report)
     return 0
+
+
+def _print_estimate(console: Console, estimate: EmbeddingEstimate) -> None:
+    if estimate.provider == "none":
+        console.print("semantic search is off: nothing would be embedded", markup=False)
+        return
+    cost = f"${estimate.cost_usd:.4f} at list price" if estimate.cost_usd else "free (local)"
+    _print_rows(
+        console,
+        [
+            ("provider", f"{estimate.provider} · {estimate.model}"),
+            ("to embed", f"{estimate.chunks:,} chunks · {estimate.tokens:,} tokens"),
+            ("cost", cost),
+        ],
+    )
 
 
 def _print_report(console: Console, report: IndexReport) -> None:
@@ -197,6 +257,11 @@ def _print_report(console: Console, report: IndexReport) -> None:
             f"{_size(report.bytes_parsed)} parsed",
         ),
     ]
+    if report.embedding_model is not None:
+        pending = f" · {report.embeddings_pending:,} pending" if report.embeddings_pending else ""
+        rows.append(
+            ("embedded", f"{report.chunks_embedded:,} chunks{pending} ({report.embedding_model})")
+        )
     if report.skipped:
         rows.append(("skipped", _counts(report.skipped)))
         for reason, examples in report.skipped_examples.items():
@@ -215,15 +280,47 @@ def _search(args: argparse.Namespace) -> int:
             kind=args.kind,
             with_content=not args.no_content,
         )
+    _print_hits(args, hits, args.query)
+    return 0
+
+
+def _similar(args: argparse.Namespace) -> int:
+    code: str | None = None
+    path: str | None = None
+    line: int | None = None
+    if args.target == "-":
+        code = sys.stdin.read()
+    else:
+        path, _, number = args.target.rpartition(":")
+        if not path or not number.isdigit():
+            raise QueryError(f"expected FILE:LINE or -, got {args.target!r}")
+        line = int(number)
+        # A path as typed is relative to the current directory, like any shell argument.
+        path = os.path.abspath(path)
+    with CodeIndex(args.path, force=args.force_root) as index:
+        hits = index.find_similar(
+            code,
+            path=path,
+            line=line,
+            limit=args.limit,
+            language=args.lang,
+            directory=args.dir,
+            kind=args.kind,
+            with_content=not args.no_content,
+        )
+    _print_hits(args, hits, "")
+    return 0
+
+
+def _print_hits(args: argparse.Namespace, hits: list[SearchHit], query: str) -> None:
     if args.json:
         _print_json([hit.to_dict() for hit in hits])
-        return 0
+        return
     console = _stdout()
     if not hits:
         console.print("no results", style="dim")
     for hit in hits:
-        _print_hit(console, hit, args.query)
-    return 0
+        _print_hit(console, hit, query)
 
 
 def _print_hit(console: Console, hit: SearchHit, query: str) -> None:
@@ -309,7 +406,7 @@ def _model_list(args: argparse.Namespace) -> int:
     console = _stdout()
     if not found:
         console.print(
-            f"no models in {models_dir()}; "
+            f"no models in {models_dir()}; `coderecall model pull MODEL_ID` downloads one, "
             "`coderecall model distill FOLDER` builds one from a transformer",
             markup=False,
         )
@@ -344,6 +441,27 @@ def _model_distill(args: argparse.Namespace) -> int:
     else:
         _stdout().print(
             f"Distilled {info.name} ({info.dims} dims, {_size(info.bytes)}) into {info.path}",
+            markup=False,
+        )
+    return 0
+
+
+def _model_pull(args: argparse.Namespace) -> int:
+    console = Console(stderr=True, highlight=False)
+    quiet = args.json or not console.is_terminal
+    with Progress(console=console, transient=True, disable=quiet) as bar:
+        task = bar.add_task(f"downloading {args.model_id}", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total or None)
+
+        info = pull_model(args.model_id, revision=args.revision, name=args.name, progress=progress)
+    if args.json:
+        _print_json(info.to_dict())
+    else:
+        dims = f"{info.dims} dims" if info.dims else "dims unknown"
+        _stdout().print(
+            f"Pulled {args.model_id} into {info.path} ({info.kind}, {dims}, {_size(info.bytes)})",
             markup=False,
         )
     return 0

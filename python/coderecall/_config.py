@@ -26,6 +26,33 @@ key                    type         default    meaning
 ``per-file``           int >= 1     ``4``      at most this many results from one file
 =====================  ===========  =========  ===============================================
 
+The ``[embedding]`` table (``[tool.coderecall.embedding]`` in ``pyproject.toml``; in the
+environment ``CODERECALL_EMBEDDING_PROVIDER`` and so on; in overrides a nested mapping or
+``embedding_provider=...``) chooses the semantic channel:
+
+====================  ==========  ========  ===================================================
+key                   type        default   meaning
+====================  ==========  ========  ===================================================
+``provider``          name        ``auto``  ``auto``, ``static``, ``transformer``, ``none``, or
+                                            a remote API: ``openai``, ``openai-compatible``,
+                                            ``voyage``, ``gemini``, ``ollama``
+``model``             str                   a local model folder or cache name, or the
+                                            remote model id
+``base-url``          str                   the API's address (required for
+                                            ``openai-compatible``)
+``api-key-env``       str                   variable holding the API key (each provider has
+                                            its usual default, such as ``OPENAI_API_KEY``)
+``api-key``           str                   the key itself; better kept in the environment
+``dims``              int >= 1              vector length to ask a remote API for
+``batch-size``        int >= 1              inputs per request (default: the API's limit)
+``concurrency``       int >= 1              requests in flight
+``max-tokens``        int >= 1    ``256``   tokens a transformer reads of each chunk
+====================  ==========  ========  ===================================================
+
+``auto`` uses the configured local ``model``, else a model already in the user's model cache
+(static before transformer), else runs lexical-only and says which command enables semantic
+search. Code is sent to a remote API only when one is named here.
+
 A size is a number of bytes or a string with a unit: ``KB``/``MB``/``GB`` are powers of
 1000, ``KiB``/``MiB``/``GiB`` and the git-style ``k``/``m``/``g`` are powers of 1024
 (case-insensitive, so ``"2MB"``, ``"512KiB"`` and ``"1.5m"`` all work). By default the index
@@ -61,7 +88,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["DEFAULT_MAX_FILE_SIZE", "Config", "load_config"]
+__all__ = ["DEFAULT_MAX_FILE_SIZE", "PROVIDER_NAMES", "Config", "load_config"]
 
 DEFAULT_MAX_FILE_SIZE = 1_048_576
 """Files above 1 MiB are almost always generated code or data, not something to search."""
@@ -85,6 +112,15 @@ class Config:
     respect_gitignore: bool = True
     limit: int = 10
     per_file: int = 4
+    embedding_provider: str = "auto"
+    embedding_model: str | None = None
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = dataclasses.field(default=None, repr=False)
+    embedding_api_key_env: str | None = None
+    embedding_dims: int | None = None
+    embedding_batch_size: int | None = None
+    embedding_concurrency: int | None = None
+    embedding_max_tokens: int = 256
 
     def __post_init__(self) -> None:
         source = _Source("Config()")
@@ -117,8 +153,9 @@ def load_config(
     values.update(_layer(_read_toml(dotfile), _Source(str(dotfile), root)))
     values.update(_environment_layer())
     if overrides:
-        given = {key: value for key, value in overrides.items() if value is not None}
-        values.update(_layer(given, _Source("overrides")))
+        source = _Source("overrides")
+        given = {k: v for k, v in _flatten_tables(overrides, source) if v is not None}
+        values.update(_layer(given, source))
     return Config(**values)  # type: ignore[arg-type]  # every value was converted by _layer
 
 
@@ -153,7 +190,7 @@ def _read_toml(path: Path) -> dict[str, object]:
 def _layer(table: Mapping[str, object], source: _Source) -> dict[str, object]:
     """Validate one layer's keys and values, keyed by the canonical (snake_case) name."""
     layer: dict[str, object] = {}
-    for key, value in table.items():
+    for key, value in _flatten_tables(table, source):
         name = _canonical_key(key, source)
         if name in layer:
             raise ConfigError(
@@ -163,6 +200,31 @@ def _layer(table: Mapping[str, object], source: _Source) -> dict[str, object]:
             )
         layer[name] = _convert(name, key, value, source)
     return layer
+
+
+def _flatten_tables(table: Mapping[str, object], source: _Source) -> list[tuple[str, object]]:
+    """Keys of the ``[embedding]`` table as ``embedding.<key>``; other keys as they are."""
+    flat: list[tuple[str, object]] = []
+    for key, value in table.items():
+        if key in _TABLES:
+            if not isinstance(value, Mapping):
+                raise ConfigError(
+                    f"{source.label}: {key!r} must be a table of settings",
+                    key=key,
+                    source=source.label,
+                )
+            flat.extend((f"{key}.{sub}", item) for sub, item in value.items())
+        else:
+            flat.append((key, value))
+    return flat
+
+
+def _display(name: str) -> str:
+    """How a canonical name is written in files: ``embedding.base-url``, ``max-file-size``."""
+    table, _, rest = name.partition("_")
+    if table in _TABLES and rest:
+        return f"{table}.{rest.replace('_', '-')}"
+    return name.replace("_", "-")
 
 
 def _environment_layer() -> dict[str, object]:
@@ -176,11 +238,11 @@ def _environment_layer() -> dict[str, object]:
 
 
 def _canonical_key(key: str, source: _Source) -> str:
-    name = key.replace("-", "_")
+    name = key.replace("-", "_").replace(".", "_")
     if name in _CONVERTERS:
         return name
-    known = sorted(name.replace("_", "-") for name in _CONVERTERS)
-    close = difflib.get_close_matches(key.replace("_", "-"), known, n=1)
+    known = sorted((_display(name) for name in _CONVERTERS), key=lambda k: ("." in k, k))
+    close = difflib.get_close_matches(_display(name), known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"
     raise ConfigError(f"{source.label}: unknown key {key!r}{hint}", key=key, source=source.label)
 
@@ -191,7 +253,8 @@ def _convert(name: str, key: str, value: object, source: _Source) -> object:
         return _CONVERTERS[name](value, source)
     except _InvalidValueError as exc:
         raise ConfigError(
-            f"{source.label}: invalid value for {key!r}: expected {exc}, got {value!r}",
+            f"{source.label}: invalid value for {key!r}: expected {exc}, got "
+            + ("a hidden value" if name in _SECRET else repr(value)),
             key=key,
             source=source.label,
         ) from None
@@ -280,6 +343,41 @@ def _to_count(value: object, source: _Source) -> int:
     return value
 
 
+def _to_optional_count(value: object, source: _Source) -> int | None:
+    return None if value is None else _to_count(value, source)
+
+
+def _to_optional_text(value: object, source: _Source) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _InvalidValueError("a non-empty string")
+    return value.strip()
+
+
+PROVIDER_NAMES = (
+    "auto",
+    "static",
+    "transformer",
+    "none",
+    "openai",
+    "openai-compatible",
+    "voyage",
+    "gemini",
+    "ollama",
+)
+
+
+def _to_provider(value: object, source: _Source) -> str:
+    name = value.strip().lower() if isinstance(value, str) else None
+    if name not in PROVIDER_NAMES:
+        raise _InvalidValueError("one of " + ", ".join(PROVIDER_NAMES))
+    return name
+
+
+_TABLES = ("embedding",)
+_SECRET = frozenset({"embedding_api_key"})
+
 _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "include": _to_globs,
     "exclude": _to_globs,
@@ -288,4 +386,13 @@ _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "respect_gitignore": _to_bool,
     "limit": _to_count,
     "per_file": _to_count,
+    "embedding_provider": _to_provider,
+    "embedding_model": _to_optional_text,
+    "embedding_base_url": _to_optional_text,
+    "embedding_api_key": _to_optional_text,
+    "embedding_api_key_env": _to_optional_text,
+    "embedding_dims": _to_optional_count,
+    "embedding_batch_size": _to_optional_count,
+    "embedding_concurrency": _to_optional_count,
+    "embedding_max_tokens": _to_count,
 }

@@ -12,10 +12,17 @@ matches, a class also derives from the standard exception a caller would expect:
     ├── StoreError              the index database or its derived files failed
     │   └── IndexCorruptError   an index file failed its integrity check; re-index to repair
     ├── ModelError              an embedding model folder is missing, incomplete or unusable
+    ├── ProviderError           a remote embedding service failed or refused a request
+    │   │                       (carries ``provider`` and, when known, the HTTP ``status``)
+    │   ├── ProviderAuthError          no API key, or the service rejected it
+    │   ├── ProviderUnavailableError   network failure, timeout, or retries used up
+    │   └── ProviderResponseError      the answer was malformed or had the wrong shape
     └── CancelledError          a long operation was cancelled; nothing was published
 
 File-system problems outside the index (a missing root, say) surface as the standard
-:class:`OSError` subclasses.
+:class:`OSError` subclasses. Provider errors never contain an API key: messages are built from
+the provider name, the server's host and a scrubbed excerpt of its answer, and they are raised
+without chaining the HTTP library's exceptions (which hold the request and its headers).
 """
 
 from __future__ import annotations
@@ -30,6 +37,10 @@ __all__ = [
     "Error",
     "IndexCorruptError",
     "ModelError",
+    "ProviderAuthError",
+    "ProviderError",
+    "ProviderResponseError",
+    "ProviderUnavailableError",
     "QueryError",
     "RootRefusedError",
     "StoreError",
@@ -64,3 +75,34 @@ class RootRefusedError(Error):
     def __init__(self, message: str, *, root: Path):
         super().__init__(message)
         self.root = root
+
+
+class ProviderError(Error):
+    """A remote embedding service could not embed the texts.
+
+    ``provider`` names the service (``"openai"``, ``"voyage"``, ...) and ``status`` is the HTTP
+    status of the last answer, or ``None`` when no answer arrived. Raised as is for requests
+    the service rejected (a 400 for an unknown model, say); the subclasses say more.
+    """
+
+    def __init__(self, message: str, *, provider: str, status: int | None = None):
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+
+
+class ProviderAuthError(ProviderError):
+    """No API key was configured, or the service rejected it (HTTP 401 or 403).
+
+    The message names the environment variable or setting to fix, never the key.
+    """
+
+
+class ProviderUnavailableError(ProviderError):
+    """The service could not be reached or kept failing: a network error, a timeout, or 429
+    and 5xx answers until the retries ran out."""
+
+
+class ProviderResponseError(ProviderError):
+    """The service answered, but not with what was asked: malformed JSON, the wrong number of
+    vectors, or vectors of the wrong length."""

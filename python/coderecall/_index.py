@@ -9,31 +9,64 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import posixpath
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from ._collect import collect
 from ._config import Config, load_config
-from ._errors import QueryError, StoreError
+from ._embedding import EmbeddingChoice, select_embedding
+from ._errors import ProviderError, QueryError, StoreError
 from ._native import NativeIndex
 from ._paths import LOCAL_INDEX_DIR, check_root, find_index_dir
 from ._progress import ProgressCallback, progress_reporter
-from ._results import IndexReport, IndexStatus, SearchHit
+from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit
 
 if TYPE_CHECKING:
-    from ._native import UpdateStats  # a TypedDict that exists only in the stub
+    from ._native import HitDict, UpdateStats  # TypedDicts that exist only in the stub
 
 __all__ = ["CodeIndex"]
 
 _EXAMPLES_PER_REASON = 5
 _POLL_SECONDS = 0.05
+_LOCAL_BATCH = 64
+"""Chunks per call of a local model: enough to keep its threads busy, small enough that
+Ctrl-C and progress stay prompt."""
+_EMBEDDING_META = "embedding"
+_NOTICE_META = "notice"
+
+_log = logging.getLogger("coderecall")
+
+
+class _Filters(TypedDict):
+    limit: int
+    languages: list[str] | None
+    directories: list[str] | None
+    kinds: list[str] | None
+    per_file: int
+    with_content: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Embedded:
+    """What the embedding step of an indexing run did, for its report."""
+
+    model_id: str | None = None
+    done: int = 0
+    pending: int = 0
+    error: str | None = None
+    notices: tuple[str, ...] = ()
+
+
+_T = TypeVar("_T")
 
 
 class CodeIndex:
@@ -67,6 +100,8 @@ class CodeIndex:
         self._lock = threading.Lock()
         self._native: NativeIndex | None = None
         self._built = False
+        self._embedding: EmbeddingChoice | None = None
+        self._semantic_on: NativeIndex | None = None  # the handle the model was given to
 
     @property
     def root(self) -> Path:
@@ -102,11 +137,19 @@ class CodeIndex:
         """Release the index files; the object reopens them if used again."""
         with self._lock:
             native, self._native = self._native, None
+            choice, self._embedding = self._embedding, None
+            self._semantic_on = None
         if native is not None:
             native.close()
+        if choice is not None:
+            choice.close()
 
     def index(
-        self, force: bool = False, progress: bool | ProgressCallback | None = None
+        self,
+        force: bool = False,
+        progress: bool | ProgressCallback | None = None,
+        *,
+        embed: bool = True,
     ) -> IndexReport:
         """Bring the index up to date with the files under the root.
 
@@ -114,6 +157,10 @@ class CodeIndex:
         (unchanged content is still not parsed twice). ``progress`` is a ``(done, total)``
         callback, ``False`` for none, or ``None``/``True`` for a bar when stderr is a
         terminal. Ctrl-C cancels cleanly: the previous index state stays published.
+
+        Then, with ``embed`` and an embedding engine (see ``embedding.provider``), the chunk
+        contents that have no vector yet are embedded; contents seen before, in any file,
+        branch or earlier run, are not embedded again.
         """
         started = time.perf_counter()
         native = self._open(rebuild_broken=force)
@@ -130,6 +177,7 @@ class CodeIndex:
                 skipped.setdefault(known[2], []).append(path)
         removed = [path for path in view if path not in collection.files]
         stats = self._update(native, changed, removed, progress)
+        embedding = self._embed(native, progress) if embed else _Embedded()
         for path, reason in stats["skipped"]:
             skipped.setdefault(reason, []).append(path)
         report = IndexReport(
@@ -149,7 +197,17 @@ class CodeIndex:
             },
             seconds=time.perf_counter() - started,
             generation=stats["generation"],
+            embedding_model=embedding.model_id,
+            chunks_embedded=embedding.done,
+            embeddings_pending=embedding.pending,
+            embedding_error=embedding.error,
+            notices=embedding.notices,
         )
+        for notice in report.notices:
+            # Once per index, not on every run: agents index often.
+            if native.get_meta(_NOTICE_META) != notice:
+                _log.warning("%s", notice)
+                native.set_meta(_NOTICE_META, notice)
         native.set_meta("last_report", json.dumps(report.to_dict()))
         native.set_meta("last_indexed", datetime.now(timezone.utc).isoformat())
         self._built = True
@@ -162,40 +220,105 @@ class CodeIndex:
         removed: list[str],
         progress: bool | ProgressCallback | None,
     ) -> UpdateStats:
-        """Run the native update in a worker thread so the main thread stays responsive.
+        def poll() -> tuple[int, int]:
+            return native.progress()
 
-        A native call blocks signal handling for its duration, so Ctrl-C would only land
-        after the whole update. Waiting here instead lets KeyboardInterrupt arrive at once;
-        it cancels the update, waits for it to unwind and propagates.
+        return _run_cancellable(
+            native,
+            lambda: native.update(str(self._root), changed, removed, self._config.max_file_size),
+            progress,
+            "Indexing",
+            poll,
+            (len(changed), len(changed)),
+        )
+
+    def _embed(self, native: NativeIndex, progress: bool | ProgressCallback | None) -> _Embedded:
+        """Embeds the contents that have no vector for the model yet.
+
+        The lexical index is already published: a remote provider that fails leaves the rest
+        pending for the next run (every finished batch is stored), and says why.
         """
-        outcome: list[UpdateStats | BaseException] = []
+        try:
+            choice = self._semantic(native)
+        except ProviderError as exc:  # probing a remote model's width failed
+            _log.warning("embedding skipped: %s (the next run tries again)", exc)
+            return _Embedded(error=str(exc))
+        notices = (choice.notice,) if choice.notice else ()
+        if choice.embedder is None or choice.model_id is None:
+            return _Embedded(notices=notices)
+        counts = [0, 0]  # (done, total) as the native call reports them
 
-        def work() -> None:
-            try:
-                outcome.append(
-                    native.update(str(self._root), changed, removed, self._config.max_file_size)
-                )
-            except BaseException as exc:  # handed to the waiting thread, which re-raises
-                outcome.append(exc)
+        def note(done: int, total: int) -> None:
+            counts[:] = [done, total]
 
-        worker = threading.Thread(target=work, name="coderecall-index", daemon=True)
-        with progress_reporter(progress, "Indexing") as report:
-            worker.start()
-            try:
-                while worker.is_alive():
-                    worker.join(_POLL_SECONDS)
-                    if report is not None:
-                        report(*native.progress())
-            except KeyboardInterrupt:
-                native.cancel()
-                worker.join()
-                raise
-            result = outcome[0]
-            if isinstance(result, BaseException):
-                raise result
-            if report is not None:
-                report(len(changed), len(changed))  # end at 100%, however quick the update was
-        return result
+        remote = choice.remote
+        batch = _LOCAL_BATCH if remote is None else remote.batch_size * remote.concurrency
+        error = None
+        try:
+            done = _run_cancellable(
+                native,
+                lambda: native.embed_pending(batch, note),
+                progress,
+                "Embedding",
+                lambda: (counts[0], counts[1]),
+                None,
+            )
+        except ProviderError as exc:
+            done, error = counts[0], str(exc)
+            _log.warning("embedding stopped early: %s (the next run goes on)", exc)
+        pending = len(native.pending_texts(choice.model_id)) if error else 0
+        return _Embedded(choice.model_id, done, pending, error, notices)
+
+    def _semantic(self, native: NativeIndex) -> EmbeddingChoice:
+        """The configured embedding engine, chosen once and handed to ``native``."""
+        if self._embedding is None:
+            self._embedding = select_embedding(self._config, recorded=_recorded_embedding(native))
+        choice = self._embedding
+        if choice.embedder is not None and choice.model_id and self._semantic_on is not native:
+            native.set_embedder(choice.embedder, choice.model_id)
+            self._semantic_on = native
+            record = {
+                "provider": choice.provider,
+                "model": choice.model,
+                "model_id": choice.model_id,
+                "dims": choice.embedder.dims,
+            }
+            if _recorded_embedding(native) != record:
+                native.set_meta(_EMBEDDING_META, json.dumps(record, sort_keys=True))
+        return choice
+
+    def estimate(self) -> EmbeddingEstimate:
+        """What embedding the chunks without a vector would cost, sending nothing.
+
+        The lexical index is brought up to date first (that is local); then the pending chunk
+        contents are counted with the local model's tokenizer, or estimated for a remote API
+        at its list price.
+        """
+        native = self._open()
+        self.index(progress=False, embed=False)
+        recorded = _recorded_embedding(native)
+        choice = self._embedding or select_embedding(self._config, recorded=recorded, probe=False)
+        if choice.provider == "none":
+            return EmbeddingEstimate("none", None, 0, 0, 0.0)
+        # A remote model of unknown width has no vectors yet: every content is pending.
+        texts = native.pending_texts(choice.model_id or "")
+        if choice.remote is not None:
+            estimate = choice.remote.estimate(texts)
+            if choice.embedder is None:
+                choice.close()  # kept only when it can embed
+            else:
+                self._embedding = choice
+            return EmbeddingEstimate(
+                choice.provider, choice.model, len(texts), estimate.tokens, estimate.cost_usd
+            )
+        self._embedding = choice
+        assert choice.embedder is not None  # a local choice always has its engine
+        tokens = sum(
+            len(ids)
+            for start in range(0, len(texts), 256)
+            for ids in choice.embedder.tokenize(texts[start : start + 256])
+        )
+        return EmbeddingEstimate(choice.provider, choice.model, len(texts), tokens, 0.0)
 
     def search(
         self,
@@ -216,28 +339,91 @@ class CodeIndex:
         """
         if not query.strip():
             raise QueryError("the search query is empty")
+        filters = self._filters(limit, language, directory, kind, with_content)
+        native = self._ready()
+        return self._hits(
+            native, lambda lexical_only: native.search(query, **filters, lexical_only=lexical_only)
+        )
+
+    def find_similar(
+        self,
+        code: str | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        line: int | None = None,
+        limit: int | None = None,
+        language: str | Sequence[str] | None = None,
+        directory: str | Sequence[str] | None = None,
+        kind: str | Sequence[str] | None = None,
+        with_content: bool = True,
+    ) -> list[SearchHit]:
+        """The chunks most like a piece of ``code``, or like the chunk of ``path`` (relative
+        to the root, or absolute inside it) that holds ``line`` (1-based; that chunk itself is
+        left out). Nearest neighbours by meaning when an embedding engine is configured,
+        otherwise the chunks sharing the most terms. Filters as in :meth:`search`.
+        """
+        if (code is None) == (path is None):
+            raise QueryError("find_similar needs either code or a path and line")
+        if code is not None and not code.strip():
+            raise QueryError("the code to compare with is empty")
+        relative = None
+        if path is not None:
+            if line is None or line < 1:
+                raise QueryError(f"a line number of at least 1 is needed with path, got {line}")
+            relative = self._relative(path)
+        filters = self._filters(limit, language, directory, kind, with_content)
+        native = self._ready()
+        return self._hits(
+            native,
+            lambda lexical_only: native.similar(
+                code, relative, line or 0, **filters, lexical_only=lexical_only
+            ),
+        )
+
+    def _filters(
+        self,
+        limit: int | None,
+        language: str | Sequence[str] | None,
+        directory: str | Sequence[str] | None,
+        kind: str | Sequence[str] | None,
+        with_content: bool,
+    ) -> _Filters:
+        """The native search arguments every kind of search shares, checked."""
         limit = self._config.limit if limit is None else limit
         if limit < 1:
             raise QueryError(f"limit must be at least 1, got {limit}")
-        languages = _lowered(language)
-        directories = self._directories(directory)
-        kinds = _lowered(kind)
+        return {
+            "limit": limit,
+            "languages": _lowered(language),
+            "directories": self._directories(directory),
+            "kinds": _lowered(kind),
+            "per_file": self._config.per_file,
+            "with_content": with_content,
+        }
+
+    def _ready(self) -> NativeIndex:
+        """The open index, built first if it never was, with its embedding engine set."""
         native = self._open()
         if not self._built:
             if native.status()["generation"] == 0 and not native.file_stats():
                 self.index()
             self._built = True
         try:
-            hits = native.search(
-                query,
-                limit,
-                languages=languages,
-                directories=directories,
-                kinds=kinds,
-                per_file=self._config.per_file,
-                with_content=with_content,
-            )
-        except ValueError as exc:  # the core names an unknown language or kind
+            self._semantic(native)
+        except ProviderError as exc:
+            _log.warning("semantic channel unavailable, searching lexically: %s", exc)
+        return native
+
+    def _hits(self, native: NativeIndex, run: Callable[[bool], list[HitDict]]) -> list[SearchHit]:
+        """Runs a search; when a remote provider cannot embed the query, runs it again
+        lexical-only (the hits' channels say so) rather than failing."""
+        try:
+            try:
+                hits = run(False)
+            except ProviderError as exc:
+                _log.warning("semantic channel unavailable, searching lexically: %s", exc)
+                hits = run(True)
+        except ValueError as exc:  # the core names an unknown language, kind or path
             raise QueryError(str(exc)) from None
         return [
             SearchHit(
@@ -255,16 +441,21 @@ class CodeIndex:
             for hit in hits
         ]
 
+    def _relative(self, given: str | os.PathLike[str], *, what: str = "path") -> str:
+        """A root-relative POSIX path (absolute ones must lie inside the root)."""
+        path = Path(given).expanduser()
+        if path.is_absolute():
+            path = Path(os.path.relpath(path.resolve(), self._root))
+        relative = posixpath.normpath(path.as_posix())
+        if relative == ".." or relative.startswith("../"):
+            raise QueryError(f"{what} {str(given)!r} is outside the root {self._root}")
+        return relative
+
     def _directories(self, directory: str | Sequence[str] | None) -> list[str] | None:
         """Root-relative POSIX folders; ``None`` when the whole root is searched."""
         folders = []
         for given in _as_list(directory):
-            path = Path(given).expanduser()
-            if path.is_absolute():
-                path = Path(os.path.relpath(path.resolve(), self._root))
-            folder = posixpath.normpath(path.as_posix())
-            if folder == ".." or folder.startswith("../"):
-                raise QueryError(f"directory {given!r} is outside the root {self._root}")
+            folder = self._relative(given, what="directory")
             if folder == ".":
                 return None
             folders.append(folder)
@@ -356,3 +547,56 @@ def _lowered(value: str | Sequence[str] | None) -> list[str] | None:
     """Language and kind names are lower-case in the index."""
     names = [name.strip().lower() for name in _as_list(value)]
     return names or None
+
+
+def _recorded_embedding(native: NativeIndex) -> dict[str, object]:
+    """The embedding engine the index last used (provider, model, model id, dims)."""
+    text = native.get_meta(_EMBEDDING_META)
+    try:
+        record = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _run_cancellable(
+    native: NativeIndex,
+    work: Callable[[], _T],
+    progress: bool | ProgressCallback | None,
+    label: str,
+    poll: Callable[[], tuple[int, int]],
+    final: tuple[int, int] | None,
+) -> _T:
+    """Run a native call in a worker thread so the main thread stays responsive.
+
+    A native call blocks signal handling for its duration, so Ctrl-C would only land after
+    the whole call. Waiting here instead lets KeyboardInterrupt arrive at once; it cancels
+    the call, waits for it to unwind and propagates. ``poll`` feeds the progress display;
+    ``final`` is shown at the end, however quick the call was.
+    """
+    outcome: list[_T | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # handed to the waiting thread, which re-raises
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, name=f"coderecall-{label.lower()}", daemon=True)
+    with progress_reporter(progress, label) as report:
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(_POLL_SECONDS)
+                if report is not None:
+                    report(*poll())
+        except KeyboardInterrupt:
+            native.cancel()
+            worker.join()
+            raise
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        if report is not None:
+            report(*(final or poll()))
+    return result

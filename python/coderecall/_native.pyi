@@ -7,7 +7,7 @@ released; searches return plain dicts that the Python facade turns into frozen d
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Final, TypedDict, final
+from typing import Final, Protocol, TypedDict, final
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,12 @@ class CancelledError(Error):
 class ModelError(Error):
     """An embedding model folder is missing a file, unreadable, or not a supported model."""
 
+class _EmbeddingTarget(Protocol):
+    """What :meth:`Embedder.delegate` calls."""
+
+    def embed_documents(self, texts: list[str], /) -> npt.NDArray[np.float32]: ...
+    def embed_query(self, text: str, /) -> npt.NDArray[np.float32]: ...
+
 @final
 class Embedder:
     """A loaded local embedding model (re-exported as ``coderecall.Embedder``).
@@ -62,15 +68,21 @@ class Embedder:
     def static_model(path: str | PathLike[str]) -> Embedder:
         """A static (Model2Vec-format) model from a folder with ``tokenizer.json`` and
         ``model.safetensors``."""
+    @staticmethod
+    def delegate(target: _EmbeddingTarget, dims: int) -> Embedder:
+        """An engine implemented in Python: ``target.embed_documents(texts)`` returns a
+        ``float32`` array of shape ``(len(texts), dims)`` and ``target.embed_query(text)`` one
+        of shape ``(dims,)``, both L2-normalised. The index calls back with the GIL held;
+        whatever the target raises reaches the caller of the index unchanged."""
     @property
     def dims(self) -> int:
         """Length of every vector."""
     @property
     def kind(self) -> str:
-        """``"transformer"`` or ``"static"``."""
+        """``"transformer"``, ``"static"`` or ``"delegate"``."""
     @property
-    def path(self) -> Path:
-        """The model folder."""
+    def path(self) -> Path | None:
+        """The model folder (``None`` for a delegate)."""
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One L2-normalised row per text: a ``float32`` array of shape ``(len(texts), dims)``."""
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
@@ -183,10 +195,13 @@ class NativeIndex:
         (vectors of different names never mix). Natural-language searches then fuse both
         channels."""
     def embed_pending(
-        self, batch_size: int = 64, progress: Callable[[int], object] | None = None
+        self, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
     ) -> int:
         """Embeds the chunks that have no vector for the model yet, ``batch_size`` per call of
-        the model; ``progress(done)`` after each batch. Returns how many were embedded."""
+        the model; ``progress(done, total)`` after each batch. Returns how many were embedded.
+        """
+    def pending_texts(self, model: str) -> list[str]:
+        """Texts of the chunks without a vector for ``model``, as they would be embedded."""
 
     def search(
         self,
@@ -197,7 +212,23 @@ class NativeIndex:
         kinds: Sequence[str] | None = None,
         per_file: int = 4,
         with_content: bool = False,
+        lexical_only: bool = False,
     ) -> list[HitDict]: ...
+    def similar(
+        self,
+        text: str | None = None,
+        path: str | None = None,
+        line: int = 0,
+        limit: int = 10,
+        languages: Sequence[str] | None = None,
+        directories: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        per_file: int = 4,
+        with_content: bool = False,
+        lexical_only: bool = False,
+    ) -> list[HitDict]:
+        """The chunks most like ``text``, or like the chunk of ``path`` that holds ``line``
+        (left out of the results)."""
     def status(self) -> StatusDict: ...
     def weights(self) -> dict[str, float]:
         """The ranking layer's factors by name (see ``coderecall_core::rank::Weights``)."""

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["IndexReport", "IndexStatus", "SearchHit"]
+__all__ = ["EmbeddingEstimate", "IndexReport", "IndexStatus", "SearchHit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +66,21 @@ class IndexReport:
     seconds: float
     generation: int
     """Number of the index state this run published."""
+    embedding_model: str | None = None
+    """The semantic channel's model id, or ``None`` when the index is lexical-only."""
+    chunks_embedded: int = 0
+    """Chunk contents embedded by this run (contents the model had seen cost nothing)."""
+    embeddings_pending: int = 0
+    """Contents still without a vector (after an error or Ctrl-C); the next run embeds them."""
+    embedding_error: str | None = None
+    """Why embedding stopped early, if it did; the lexical index is published regardless."""
+    notices: tuple[str, ...] = ()
+    """Things worth telling the user once, such as how to enable semantic search."""
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["root"] = str(self.root)
+        data["notices"] = list(self.notices)
         data["skipped"] = dict(self.skipped)
         data["skipped_examples"] = {k: list(v) for k, v in self.skipped_examples.items()}
         return data
@@ -82,7 +93,25 @@ class IndexReport:
         values["root"] = Path(data["root"])
         values["skipped"] = dict(data["skipped"])
         values["skipped_examples"] = {k: tuple(v) for k, v in data["skipped_examples"].items()}
+        values["notices"] = tuple(data.get("notices", ()))
         return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingEstimate:
+    """What embedding the chunks that have no vector yet would cost; nothing was sent."""
+
+    provider: str
+    model: str | None
+    chunks: int
+    """Chunk contents without a vector for the model (each distinct content counts once)."""
+    tokens: int
+    """Tokens they amount to (counted by a local tokenizer, or estimated for a remote API)."""
+    cost_usd: float
+    """At the provider's list price (0 for local engines)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,6 +102,18 @@ pub struct SearchRequest {
     /// At most this many hits per file; 0 means no cap.
     pub per_file: usize,
     pub with_content: bool,
+    /// Skip the semantic channel (its engine is unavailable, or the caller wants exact terms).
+    pub lexical_only: bool,
+}
+
+/// What [`Engine::similar`] compares against.
+#[derive(Clone, Copy, Debug)]
+pub enum SimilarTo<'a> {
+    /// A piece of code or text, embedded as a document is.
+    Text(&'a str),
+    /// The innermost chunk of the view at `path` that holds `line` (1-based; the nearest
+    /// chunk for a line outside every chunk); that chunk is left out of the results.
+    Location { path: &'a str, line: u32 },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -209,6 +221,39 @@ struct Lexical {
     docs: IntMap<u64, DocMeta>,
     /// Lower-cased definition name -> documents defining it, for identifier queries.
     names: HashMap<String, Vec<u64>>,
+}
+
+impl Lexical {
+    /// Whether the chunk `key` passes the request's language, folder and kind filters.
+    fn allows(&self, req: &SearchRequest, key: u64) -> bool {
+        let Some(p) = self.paths.get(&path_id_of(key)) else {
+            return false;
+        };
+        (req.languages.is_empty() || req.languages.contains(&p.language))
+            && (req.directories.is_empty()
+                || req.directories.iter().any(|d| {
+                    d.is_empty()
+                        || p.path
+                            .strip_prefix(d.as_str())
+                            .is_some_and(|rest| rest.starts_with('/'))
+                }))
+            && (req.kinds.is_empty()
+                || self
+                    .docs
+                    .get(&key)
+                    .is_some_and(|d| req.kinds.contains(&d.kind)))
+    }
+
+    fn restricted(req: &SearchRequest) -> bool {
+        !(req.languages.is_empty() && req.directories.is_empty() && req.kinds.is_empty())
+    }
+}
+
+fn only_lexical(candidates: Vec<(u64, f32)>) -> Vec<(u64, f32, Channels)> {
+    candidates
+        .into_iter()
+        .map(|(key, score)| (key, score, Channels::LEXICAL))
+        .collect()
 }
 
 fn doc_key(path_id: u32, ordinal: u32) -> u64 {
@@ -799,24 +844,7 @@ impl Engine {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let lx = &*lexical;
-        let allowed = |key: u64| -> bool {
-            let Some(p) = lx.paths.get(&path_id_of(key)) else {
-                return false;
-            };
-            (req.languages.is_empty() || req.languages.contains(&p.language))
-                && (req.directories.is_empty()
-                    || req.directories.iter().any(|d| {
-                        d.is_empty()
-                            || p.path
-                                .strip_prefix(d.as_str())
-                                .is_some_and(|rest| rest.starts_with('/'))
-                    }))
-                && (req.kinds.is_empty()
-                    || lx
-                        .docs
-                        .get(&key)
-                        .is_some_and(|d| req.kinds.contains(&d.kind)))
-        };
+        let allowed = |key: u64| lx.allows(req, key);
         let k = (req.limit * 10).max(MIN_CANDIDATES);
         // Identifier queries also consider every chunk defining that name, however common
         // the name is in bodies elsewhere.
@@ -825,14 +853,16 @@ impl Engine {
             _ => &[],
         };
         // Without restrictions every indexed chunk is allowed: no per-candidate lookups.
-        let restricted =
-            !(req.languages.is_empty() && req.directories.is_empty() && req.kinds.is_empty());
-        let filter: Option<&dyn Fn(u64) -> bool> = restricted.then_some(&allowed);
+        let filter: Option<&dyn Fn(u64) -> bool> = Lexical::restricted(req).then_some(&allowed);
         let candidates = lx
             .bm25
             .search_terms_including(&query.terms, k, filter, defining);
-        let scored: Vec<(f32, (u64, Channels))> = self
-            .fuse_semantic(&query, candidates, &allowed)?
+        let fused = if req.lexical_only {
+            only_lexical(candidates)
+        } else {
+            self.fuse_semantic(&query, candidates, &allowed)?
+        };
+        let scored: Vec<(f32, (u64, Channels))> = fused
             .into_iter()
             .filter_map(|(key, bm25, channels)| {
                 let doc = lx.docs.get(&key)?;
@@ -853,7 +883,17 @@ impl Engine {
             })
             .collect();
         let ranked = diversify(scored, |(key, _)| path_id_of(*key), req.per_file, req.limit);
-        let reader = if req.with_content {
+        self.hits(lx, ranked, req.with_content)
+    }
+
+    /// Hits for ranked `(score, (document key, channels))`, with their text if asked.
+    fn hits(
+        &self,
+        lx: &Lexical,
+        ranked: Vec<(f32, (u64, Channels))>,
+        with_content: bool,
+    ) -> Result<Vec<Hit>> {
+        let reader = if with_content {
             Some(Self::lock(&self.reader))
         } else {
             None
@@ -911,10 +951,7 @@ impl Engine {
                 }
             }
         }
-        Ok(lexical
-            .into_iter()
-            .map(|(key, score)| (key, score, Channels::LEXICAL))
-            .collect())
+        Ok(only_lexical(lexical))
     }
 
     /// Sets the embedding model of the semantic channel (`model` names it in the index:
@@ -985,14 +1022,14 @@ impl Engine {
 
     /// Embeds the chunks of the view that have no vector for the model yet, `batch` at a time
     /// (each batch stored in its own transaction, so an interruption keeps what was done);
-    /// `progress(done)` after each. Returns how many were embedded.
+    /// `progress(done, total)` after each. Returns how many were embedded.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] without a model; [`Error::Cancelled`] if cancelled (the
     /// batches stored so far are kept); model and store errors.
     #[cfg(feature = "embed")]
-    pub fn embed_pending(&self, batch: usize, progress: &dyn Fn(usize)) -> Result<usize> {
+    pub fn embed_pending(&self, batch: usize, progress: &dyn Fn(usize, usize)) -> Result<usize> {
         let (model, embedder) = {
             let slot = self
                 .semantic
@@ -1028,7 +1065,7 @@ impl Engine {
                 semantic.graph.add(&items)?;
             }
             done += items.len();
-            progress(done);
+            progress(done, pending.len());
             Ok(())
         });
         // Whatever was added is saved, even after an error or a cancellation: the stored
@@ -1043,6 +1080,114 @@ impl Engine {
             semantic.graph.save()?;
         }
         result.map(|()| done)
+    }
+
+    /// The chunks most like `to`, best first, within the request's filters and per-file cap
+    /// (`req.query` is not used). With a model, nearest neighbours by cosine similarity, using
+    /// the stored vector of an indexed chunk when there is one; otherwise, and with
+    /// `req.lexical_only`, BM25 over the terms of the code.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `path` is not in the view or `line` in no chunk of it;
+    /// store and model errors.
+    pub fn similar(&self, to: SimilarTo<'_>, req: &SearchRequest) -> Result<Vec<Hit>> {
+        self.refresh()?;
+        #[cfg(feature = "embed")]
+        self.sync_semantic()?;
+        let lexical = self
+            .lexical
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let lx = &*lexical;
+        let (given, source, chunk) = match to {
+            SimilarTo::Text(text) => (text, None, None),
+            SimilarTo::Location { path, line } => {
+                let (key, chunk) = self.chunk_at(lx, path, line)?;
+                ("", Some(key), Some(chunk))
+            }
+        };
+        let allowed = |key: u64| Some(key) != source && lx.allows(req, key);
+        let k = (req.limit * 10).max(MIN_CANDIDATES);
+        #[cfg(feature = "embed")]
+        if !req.lexical_only {
+            let slot = self
+                .semantic
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(semantic) = slot.as_ref() {
+                let stored = match &chunk {
+                    Some(c) => Self::lock(&self.reader).vector(&semantic.model, c.content_hash)?,
+                    None => None,
+                };
+                let vector = match (stored, &chunk) {
+                    (Some(v), _) => v,
+                    (None, Some(c)) => semantic
+                        .embedder
+                        .embed(&[crate::store::embedding_text(c).as_str()])?,
+                    (None, None) => semantic.embedder.embed(&[given])?,
+                };
+                let nearest = semantic.nearest(&vector, k, &allowed)?;
+                let semantic_only = Channels {
+                    lexical: false,
+                    semantic: true,
+                };
+                let scored = nearest
+                    .into_iter()
+                    .map(|(key, similarity)| (similarity, (key, semantic_only)))
+                    .collect();
+                let ranked =
+                    diversify(scored, |(key, _)| path_id_of(*key), req.per_file, req.limit);
+                return self.hits(lx, ranked, req.with_content);
+            }
+        }
+        let query = Query::parse(chunk.as_ref().map_or(given, |c| c.content.as_str()));
+        let candidates = lx
+            .bm25
+            .search_terms_including(&query.terms, k, Some(&allowed), &[]);
+        let scored = candidates
+            .into_iter()
+            .map(|(key, score)| (score, (key, Channels::LEXICAL)))
+            .collect();
+        let ranked = diversify(scored, |(key, _)| path_id_of(*key), req.per_file, req.limit);
+        self.hits(lx, ranked, req.with_content)
+    }
+
+    /// The document key and chunk of the innermost chunk of `path` that holds `line`, or
+    /// the nearest chunk when none does.
+    fn chunk_at(&self, lx: &Lexical, path: &str, line: u32) -> Result<(u64, Chunk)> {
+        let Some((&path_id, meta)) = lx.paths.iter().find(|(_, p)| p.path == path) else {
+            return Err(Error::InvalidArgument(format!(
+                "{path} is not in the index (not a file of the view, or skipped)"
+            )));
+        };
+        let chunks = Self::lock(&self.reader).chunks(meta.file_hash)?;
+        // A line between chunks (a blank line, say) means the nearest one.
+        let distance =
+            |c: &Chunk| c.start_line.saturating_sub(line) + line.saturating_sub(c.end_line);
+        chunks
+            .into_iter()
+            .enumerate()
+            .min_by_key(|(_, c)| (distance(c), c.end_line - c.start_line))
+            .map(|(ordinal, chunk)| {
+                (
+                    doc_key(path_id, u32::try_from(ordinal).unwrap_or(u32::MAX)),
+                    chunk,
+                )
+            })
+            .ok_or_else(|| Error::InvalidArgument(format!("{path} has no chunks")))
+    }
+
+    /// The texts of the view's chunks that have no vector for `model` yet, as they would be
+    /// embedded: what an estimate of an embedding run counts.
+    ///
+    /// # Errors
+    ///
+    /// Store errors.
+    pub fn pending_texts(&self, model: &str) -> Result<Vec<String>> {
+        let reader = Self::lock(&self.reader);
+        let pending = reader.pending_vectors(DEFAULT_VIEW, model)?;
+        reader.embedding_texts(&pending)
     }
 
     pub fn status(&self) -> Result<Status> {
@@ -1571,5 +1716,103 @@ def slugify(text):
             .is_empty(),
             "prefix must match whole directories"
         );
+    }
+
+    /// Hashed character trigrams: texts that share code share direction, enough to test the
+    /// plumbing of nearest-neighbour search without a real model.
+    #[cfg(feature = "embed")]
+    struct Trigrams {
+        calls: AtomicUsize,
+    }
+
+    #[cfg(feature = "embed")]
+    impl crate::embed::Embedder for Trigrams {
+        fn dims(&self) -> usize {
+            64
+        }
+
+        fn embed(&self, texts: &[&str]) -> Result<Vec<f32>> {
+            self.calls.fetch_add(texts.len(), Ordering::SeqCst);
+            let mut out = Vec::with_capacity(texts.len() * 64);
+            for text in texts {
+                let mut v = vec![0.0f32; 64];
+                for w in text.as_bytes().windows(3) {
+                    v[usize::try_from(xxhash_rust::xxh3::xxh3_64(w) % 64).unwrap()] += 1.0;
+                }
+                crate::embed::normalize(&mut v);
+                out.extend(v);
+            }
+            Ok(out)
+        }
+
+        fn tokenize(&self, _texts: &[&str]) -> Result<Vec<Vec<u32>>> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[cfg(feature = "embed")]
+    #[test]
+    fn similar_finds_clones_by_vector_or_terms_and_leaves_out_the_source() {
+        let clone = UTIL.replace("slugify", "make_slug");
+        let repo = Repo::new(&[("auth.py", AUTH), ("util.py", UTIL), ("copy.py", &clone)]);
+        let engine = repo.open();
+        engine
+            .update(
+                repo.root.path(),
+                &repo.inputs(&["auth.py", "util.py", "copy.py"]),
+                &[],
+                1 << 20,
+            )
+            .unwrap();
+        let request = SearchRequest {
+            limit: 3,
+            per_file: 1,
+            ..SearchRequest::default()
+        };
+        let at_slugify = SimilarTo::Location {
+            path: "util.py",
+            line: 2,
+        };
+        // Lexical first (no model): the renamed copy shares nearly every term.
+        let hits = engine.similar(at_slugify, &request).unwrap();
+        assert_eq!(hits[0].path, "copy.py");
+        assert!(
+            hits.iter().all(|h| h.path != "util.py"),
+            "the source is left out"
+        );
+        assert_eq!(hits[0].channels, Channels::LEXICAL);
+
+        let embedder = Arc::new(Trigrams {
+            calls: AtomicUsize::new(0),
+        });
+        engine.set_embedder("trigrams", embedder.clone()).unwrap();
+        let embedded = engine.embed_pending(16, &|_, _| {}).unwrap();
+        assert!(embedded >= 3);
+        let calls = embedder.calls.load(Ordering::SeqCst);
+        let hits = engine.similar(at_slugify, &request).unwrap();
+        assert_eq!(hits[0].path, "copy.py");
+        assert!(hits[0].channels.semantic && !hits[0].channels.lexical);
+        assert!(
+            hits[0].score > 0.8,
+            "cosine of near clones: {}",
+            hits[0].score
+        );
+        assert_eq!(
+            embedder.calls.load(Ordering::SeqCst),
+            calls,
+            "an indexed chunk's stored vector is reused, not embedded again"
+        );
+        let text = engine.similar(SimilarTo::Text(&clone), &request).unwrap();
+        assert!(text.iter().any(|h| h.path == "util.py"));
+        assert_eq!(embedder.calls.load(Ordering::SeqCst), calls + 1);
+
+        let missing = engine.similar(
+            SimilarTo::Location {
+                path: "nope.py",
+                line: 1,
+            },
+            &request,
+        );
+        assert!(matches!(missing, Err(Error::InvalidArgument(m)) if m.contains("nope.py")));
     }
 }

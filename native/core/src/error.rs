@@ -23,6 +23,10 @@ pub enum Error {
     Corrupt { path: PathBuf, reason: String },
     #[error("embedding model {path}: {reason}")]
     Model { path: PathBuf, reason: String },
+    /// An embedding engine implemented outside the core (a remote provider called back through
+    /// the binding) failed; the original error travels unchanged so the caller can re-raise it.
+    #[error("embedding failed: {0}")]
+    Embedder(Box<dyn std::error::Error + Send + Sync>),
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("operation cancelled")]

@@ -79,16 +79,37 @@ impl Semantic {
         if self.graph.is_empty() {
             return Ok(Vec::new());
         }
-        let vector = self.embedder.embed(&[query])?;
-        let nearest = self.graph.search(&vector, SEMANTIC_CANDIDATES, |hash| {
+        let vector = self.embedder.embed_query(query)?;
+        Ok(self
+            .nearest(&vector, SEMANTIC_CANDIDATES, allowed)?
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect())
+    }
+
+    /// Document keys of the chunks nearest to `vector` with their cosine similarity, best
+    /// first, among those `allowed`: the `k` nearest contents, each expanded to the chunks of
+    /// the view that hold it.
+    pub(crate) fn nearest(
+        &self,
+        vector: &[f32],
+        k: usize,
+        allowed: &dyn Fn(u64) -> bool,
+    ) -> Result<Vec<(u64, f32)>> {
+        let nearest = self.graph.search(vector, k, |hash| {
             self.by_content
                 .get(&hash)
                 .is_some_and(|keys| keys.iter().any(|&k| allowed(k)))
         })?;
         Ok(nearest
             .iter()
-            .filter_map(|(hash, _)| self.by_content.get(hash))
-            .flat_map(|keys| keys.iter().copied().filter(|&k| allowed(k)))
+            .filter_map(|(hash, similarity)| Some((self.by_content.get(hash)?, *similarity)))
+            .flat_map(|(keys, similarity)| {
+                keys.iter()
+                    .copied()
+                    .filter(|&k| allowed(k))
+                    .map(move |k| (k, similarity))
+            })
             .collect())
     }
 }

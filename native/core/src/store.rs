@@ -131,6 +131,13 @@ pub struct PendingChunk {
 /// What a chunk's vector is computed from: its symbol path, the headers of its enclosing
 /// definitions and its content (never its file path, so identical code shares one vector).
 #[must_use]
+/// A stored vector: little-endian f16 values.
+fn decode_vector(blob: &[u8]) -> Vec<f32> {
+    blob.chunks_exact(2)
+        .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+        .collect()
+}
+
 pub fn embedding_text(c: &Chunk) -> String {
     let mut text =
         String::with_capacity(c.local_path.len() + c.context.len() + c.content.len() + 2);
@@ -608,13 +615,22 @@ impl Store {
         let mut out = Vec::new();
         for row in rows {
             let (hash, blob) = row?;
-            let v = blob
-                .chunks_exact(2)
-                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect();
-            out.push((hash, v));
+            out.push((hash, decode_vector(&blob)));
         }
         Ok(out)
+    }
+
+    /// The vector of `model` for one content hash, if it was computed.
+    pub fn vector(&self, model: &str, content_hash: i64) -> Result<Option<Vec<f32>>> {
+        let blob: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT vector FROM vectors WHERE model = ?1 AND content_hash = ?2",
+                params![model, content_hash],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(blob.as_deref().map(decode_vector))
     }
 
     /// Number of vectors stored for `model`.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use coderecall_core::embed::{
     DEFAULT_MAX_TOKENS, DistillOptions, StaticEmbedder, TransformerEmbedder,
 };
-use numpy::{PyArray1, PyArray2, PyArrayMethods};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -21,7 +21,10 @@ const _: () = assert!(DEFAULT_MAX_TOKENS == 256);
 pub(crate) struct Embedder {
     engine: Arc<dyn coderecall_core::embed::Embedder>,
     kind: &'static str,
-    path: PathBuf,
+    /// The model folder of a local engine; `None` for a delegate.
+    path: Option<PathBuf>,
+    /// What a delegate wraps, for its repr.
+    label: Option<String>,
 }
 
 impl Embedder {
@@ -44,7 +47,8 @@ impl Embedder {
         Ok(Embedder {
             engine: Arc::new(engine),
             kind: "transformer",
-            path,
+            path: Some(path),
+            label: None,
         })
     }
 
@@ -56,7 +60,28 @@ impl Embedder {
         Ok(Embedder {
             engine: Arc::new(engine),
             kind: "static",
-            path,
+            path: Some(path),
+            label: None,
+        })
+    }
+
+    /// An engine implemented in Python: `target.embed_documents(texts)` returns a `float32`
+    /// array of shape `(len(texts), dims)` and `target.embed_query(text)` one of shape
+    /// `(dims,)`, both L2-normalised. The index calls back with the GIL held; whatever the
+    /// target raises reaches the caller of the index unchanged.
+    #[staticmethod]
+    fn delegate(py: Python<'_>, target: Py<PyAny>, dims: usize) -> PyResult<Self> {
+        if dims == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "dims must be at least 1",
+            ));
+        }
+        let label = target.bind(py).repr()?.to_string();
+        Ok(Embedder {
+            engine: Arc::new(Delegate { target, dims }),
+            kind: "delegate",
+            path: None,
+            label: Some(label),
         })
     }
 
@@ -66,15 +91,15 @@ impl Embedder {
         self.engine.dims()
     }
 
-    /// `"transformer"` or `"static"`.
+    /// `"transformer"`, `"static"` or `"delegate"`.
     #[getter]
     fn kind(&self) -> &'static str {
         self.kind
     }
 
-    /// The model folder.
+    /// The model folder (`None` for a delegate).
     #[getter]
-    fn path(&self) -> PathBuf {
+    fn path(&self) -> Option<PathBuf> {
         self.path.clone()
     }
 
@@ -108,16 +133,88 @@ impl Embedder {
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "Embedder.{}({:?}, dims={})",
-            if self.kind == "static" {
-                "static_model"
-            } else {
-                "transformer"
-            },
-            self.path.display().to_string(),
-            self.engine.dims()
-        )
+        let dims = self.engine.dims();
+        match (&self.path, &self.label) {
+            (Some(path), _) => format!(
+                "Embedder.{}({:?}, dims={dims})",
+                if self.kind == "static" {
+                    "static_model"
+                } else {
+                    "transformer"
+                },
+                path.display().to_string()
+            ),
+            (None, label) => format!(
+                "Embedder.delegate({}, dims={dims})",
+                label.as_deref().unwrap_or("?")
+            ),
+        }
+    }
+}
+
+/// The core's view of an engine written in Python.
+struct Delegate {
+    target: Py<PyAny>,
+    dims: usize,
+}
+
+impl Delegate {
+    /// Runs `call` with the GIL; a Python exception travels inside the core error untouched.
+    fn call(
+        &self,
+        call: impl FnOnce(Python<'_>) -> PyResult<Vec<f32>>,
+    ) -> coderecall_core::Result<Vec<f32>> {
+        Python::attach(call).map_err(|err| coderecall_core::Error::Embedder(Box::new(err)))
+    }
+
+    fn wrong_shape(&self, py: Python<'_>, what: &str, got: &[usize], want: &[usize]) -> PyErr {
+        let target = self
+            .target
+            .bind(py)
+            .repr()
+            .map_or_else(|_| "the embedding delegate".to_owned(), |r| r.to_string());
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "{target}.{what} returned an array of shape {got:?}, expected {want:?}"
+        ))
+    }
+}
+
+impl coderecall_core::embed::Embedder for Delegate {
+    fn dims(&self) -> usize {
+        self.dims
+    }
+
+    fn embed(&self, texts: &[&str]) -> coderecall_core::Result<Vec<f32>> {
+        self.call(|py| {
+            let out = self
+                .target
+                .call_method1(py, "embed_documents", (texts.to_vec(),))?;
+            let array: PyReadonlyArray2<'_, f32> = out.extract(py)?;
+            let view = array.as_array();
+            let want = [texts.len(), self.dims];
+            if view.shape() != want {
+                return Err(self.wrong_shape(py, "embed_documents", view.shape(), &want));
+            }
+            Ok(view.iter().copied().collect())
+        })
+    }
+
+    fn embed_query(&self, text: &str) -> coderecall_core::Result<Vec<f32>> {
+        self.call(|py| {
+            let out = self.target.call_method1(py, "embed_query", (text,))?;
+            let array: PyReadonlyArray1<'_, f32> = out.extract(py)?;
+            let view = array.as_array();
+            if view.shape() != [self.dims] {
+                return Err(self.wrong_shape(py, "embed_query", view.shape(), &[self.dims]));
+            }
+            Ok(view.iter().copied().collect())
+        })
+    }
+
+    fn tokenize(&self, _texts: &[&str]) -> coderecall_core::Result<Vec<Vec<u32>>> {
+        Err(coderecall_core::Error::InvalidArgument(
+            "a delegate engine exposes no token ids".into(),
+        ))
     }
 }
 

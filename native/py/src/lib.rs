@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use coderecall_core::chunk::ChunkKind;
-use coderecall_core::engine::{Engine, FileInput, Hit, SearchRequest, Status, UpdateStats};
+use coderecall_core::engine::{
+    Engine, FileInput, Hit, SearchRequest, SimilarTo, Status, UpdateStats,
+};
 use coderecall_core::lang::Language;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
@@ -58,7 +60,47 @@ pub(crate) fn to_py(err: coderecall_core::Error) -> PyErr {
         E::Model { .. } => ModelError::new_err(message),
         E::InvalidArgument(_) => PyValueError::new_err(message),
         E::Cancelled => CancelledError::new_err(message),
+        // A delegate's own exception, raised again as it was.
+        E::Embedder(inner) => match inner.downcast::<PyErr>() {
+            Ok(original) => *original,
+            Err(other) => Error::new_err(other.to_string()),
+        },
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn request(
+    query: String,
+    limit: usize,
+    languages: Option<Vec<String>>,
+    directories: Option<Vec<String>>,
+    kinds: Option<Vec<String>>,
+    per_file: usize,
+    with_content: bool,
+    lexical_only: bool,
+) -> PyResult<SearchRequest> {
+    Ok(SearchRequest {
+        query,
+        limit,
+        languages: parse_names(languages, "language", Language::from_name)?,
+        directories: directories
+            .unwrap_or_default()
+            .into_iter()
+            .map(|d| d.trim_matches('/').to_owned())
+            .collect(),
+        kinds: parse_names(kinds, "chunk kind", ChunkKind::from_name)?,
+        per_file,
+        with_content,
+        lexical_only,
+    })
+}
+
+fn hit_list<'py>(py: Python<'py>, hits: &[Hit]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for hit in hits {
+        out.append(hit_dict(py, hit)?)?;
+    }
+    Ok(out)
 }
 
 fn parse_names<T>(
@@ -165,7 +207,7 @@ impl NativeIndex {
     }
 
     /// Embeds the chunks that have no vector for the model yet, `batch_size` per call of the
-    /// model; `progress(done)` after each batch. Returns how many were embedded.
+    /// model; `progress(done, total)` after each batch. Returns how many were embedded.
     #[pyo3(signature = (batch_size = 64, progress = None))]
     fn embed_pending(
         &self,
@@ -175,10 +217,10 @@ impl NativeIndex {
     ) -> PyResult<usize> {
         let engine = self.engine()?;
         py.detach(|| {
-            let report = |done: usize| {
+            let report = |done: usize, total: usize| {
                 if let Some(callback) = &progress {
                     Python::attach(|py| {
-                        if let Err(err) = callback.call1(py, (done,)) {
+                        if let Err(err) = callback.call1(py, (done, total)) {
                             err.write_unraisable(py, None);
                         }
                     });
@@ -189,7 +231,7 @@ impl NativeIndex {
         .map_err(to_py)
     }
 
-    #[pyo3(signature = (query, limit=10, languages=None, directories=None, kinds=None, per_file=4, with_content=false))]
+    #[pyo3(signature = (query, limit=10, languages=None, directories=None, kinds=None, per_file=4, with_content=false, lexical_only=false))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -201,27 +243,68 @@ impl NativeIndex {
         kinds: Option<Vec<String>>,
         per_file: usize,
         with_content: bool,
+        lexical_only: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        let request = SearchRequest {
+        let request = request(
             query,
             limit,
-            languages: parse_names(languages, "language", Language::from_name)?,
-            directories: directories
-                .unwrap_or_default()
-                .into_iter()
-                .map(|d| d.trim_matches('/').to_owned())
-                .collect(),
-            kinds: parse_names(kinds, "chunk kind", ChunkKind::from_name)?,
+            languages,
+            directories,
+            kinds,
             per_file,
             with_content,
-        };
+            lexical_only,
+        )?;
         let engine = self.engine()?;
         let hits = py.detach(|| engine.search(&request)).map_err(to_py)?;
-        let out = PyList::empty(py);
-        for hit in &hits {
-            out.append(hit_dict(py, hit)?)?;
-        }
-        Ok(out)
+        hit_list(py, &hits)
+    }
+
+    /// The chunks most like `text`, or like the chunk of `path` that holds `line`.
+    #[pyo3(signature = (text=None, path=None, line=0, limit=10, languages=None, directories=None, kinds=None, per_file=4, with_content=false, lexical_only=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn similar<'py>(
+        &self,
+        py: Python<'py>,
+        text: Option<String>,
+        path: Option<String>,
+        line: u32,
+        limit: usize,
+        languages: Option<Vec<String>>,
+        directories: Option<Vec<String>>,
+        kinds: Option<Vec<String>>,
+        per_file: usize,
+        with_content: bool,
+        lexical_only: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let request = request(
+            String::new(),
+            limit,
+            languages,
+            directories,
+            kinds,
+            per_file,
+            with_content,
+            lexical_only,
+        )?;
+        let to = match (&text, &path) {
+            (Some(text), None) => SimilarTo::Text(text),
+            (None, Some(path)) => SimilarTo::Location { path, line },
+            _ => {
+                return Err(PyValueError::new_err(
+                    "pass either text or path (with line)",
+                ));
+            }
+        };
+        let engine = self.engine()?;
+        let hits = py.detach(|| engine.similar(to, &request)).map_err(to_py)?;
+        hit_list(py, &hits)
+    }
+
+    /// Texts of the chunks without a vector for `model`, as they would be embedded.
+    fn pending_texts(&self, py: Python<'_>, model: &str) -> PyResult<Vec<String>> {
+        let engine = self.engine()?;
+        py.detach(|| engine.pending_texts(model)).map_err(to_py)
     }
 
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -32,6 +32,16 @@ pub trait Embedder: Send + Sync {
     /// [`Error::Model`] when the tokenizer or the model fails on the input.
     fn embed(&self, texts: &[&str]) -> Result<Vec<f32>>;
 
+    /// The vector of a search query. Engines whose models embed queries and documents
+    /// differently (remote APIs with an input type) override this.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::embed`].
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        self.embed(&[text])
+    }
+
     /// The token ids the model sees for each text (after truncation).
     ///
     /// # Errors

@@ -1,0 +1,160 @@
+"""An index whose semantic channel is a remote provider: a real HTTP server on 127.0.0.1 that
+speaks the OpenAI wire format (``provider_servers.py``). Provider calls are counted to prove
+that content is embedded once across files, branches and re-indexes, and failures leave a
+working lexical index with the rest pending for the next run."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coderecall import CodeIndex
+from helpers import SAMPLE_PROJECT, MakeRepo, git
+from provider_servers import FakeServer, Reply
+
+KEY = "sk-remote-index-test-0123456789"
+NATURAL = "refresh the access token before it expires"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer("openai", key=KEY, dims=16) as fake:
+        yield fake
+
+
+def settings(server: FakeServer, **extra: Any) -> dict[str, object]:
+    return {
+        "embedding": {
+            "provider": "openai-compatible",
+            "base_url": server.url + "/v1",
+            "model": "fake-embedder",
+            "api_key_env": "FAKE_EMBEDDER_KEY",
+            **extra,
+        }
+    }
+
+
+def embedded_texts(server: FakeServer, since: int = 0) -> list[str]:
+    return [text for seen in server.requests[since:] for text in seen.texts]
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_EMBEDDER_KEY", KEY)
+
+
+def test_content_is_embedded_once_across_files_branches_and_reindexes(
+    make_repo: MakeRepo, server: FakeServer
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root, settings(server)) as index:
+        first = index.index(progress=False)
+        assert first.embedding_model is not None
+        assert first.embedding_model.startswith("openai-compatible:fake-embedder:16@")
+        sent = embedded_texts(server)
+        assert first.chunks_embedded > 0
+        # One probe learns the width, then every distinct content once.
+        assert len(sent) == first.chunks_embedded + 1
+        assert len(set(sent)) == len(sent)
+
+        calls = len(server.requests)
+        assert index.index(progress=False).chunks_embedded == 0
+        assert len(server.requests) == calls, "a re-index sends nothing"
+
+        (root / "src/shop/auth_copy.py").write_text((root / "src/shop/auth.py").read_text())
+        assert index.index(progress=False).chunks_embedded == 0
+        assert len(server.requests) == calls, "a copied file sends nothing"
+
+        git(root, "checkout", "-q", "-b", "feature")
+        billing = root / "src/shop/billing.py"
+        billing.write_text(
+            billing.read_text() + "\n\ndef refund(amount: float) -> float:\n    return -amount\n"
+        )
+        on_feature = index.index(progress=False)
+        new = embedded_texts(server, calls)
+        assert 1 <= on_feature.chunks_embedded <= 2, "only the new code"
+        assert len(new) == on_feature.chunks_embedded
+        assert any("refund" in text for text in new)
+        git(root, "checkout", "-q", "--", ".")
+        git(root, "checkout", "-q", "main")
+        calls = len(server.requests)
+        assert index.index(progress=False).chunks_embedded == 0
+        assert len(server.requests) == calls, "switching back sends nothing"
+
+    with CodeIndex(root, settings(server)) as index:
+        hits = index.search(NATURAL, limit=20)
+    asked = server.requests[calls:]
+    assert len(asked) == 1, "a new handle embeds the query only: the width comes from the index"
+    assert asked[0].texts == [NATURAL]
+    assert any("semantic" in hit.channels for hit in hits)
+
+
+def test_a_failing_provider_leaves_a_working_lexical_index_and_the_rest_pending(
+    make_repo: MakeRepo, server: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    refused = Reply(401, {"error": {"message": "invalid key"}})
+    server.hook = lambda seen: refused if len(server.requests) > 2 else None
+    with CodeIndex(root, settings(server, dims=16, batch_size=2, concurrency=1)) as index:
+        with caplog.at_level(logging.WARNING, "coderecall"):
+            report = index.index(progress=False)
+        assert report.embedding_error is not None
+        assert "FAKE_EMBEDDER_KEY" in report.embedding_error
+        assert report.chunks_embedded == 4, "two batches of two went through"
+        assert report.embeddings_pending > 0
+        assert any("embedding stopped early" in r.getMessage() for r in caplog.records)
+        # Searching still works; the query cannot be embedded, so it is lexical only.
+        hits = index.search(NATURAL)
+        assert hits
+        assert all(hit.channels == ("lexical",) for hit in hits)
+        assert index.search("TokenStore")[0].symbol == "TokenStore"
+
+        server.hook = None
+        calls = len(server.requests)
+        retried = index.index(progress=False)
+        assert retried.embedding_error is None
+        assert retried.chunks_embedded == report.embeddings_pending
+        assert retried.embeddings_pending == 0
+        assert len(embedded_texts(server, calls)) == report.embeddings_pending
+
+
+def test_estimate_sends_nothing_and_prices_the_pending_tokens(
+    make_repo: MakeRepo, server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    root = make_repo(SAMPLE_PROJECT)
+    config = {"embedding": {"provider": "openai", "base_url": server.url + "/v1"}}
+    with CodeIndex(root, config) as index:
+        estimate = index.estimate()
+        assert server.requests == []
+        assert estimate.provider == "openai"
+        assert estimate.model == "text-embedding-3-small"
+        assert estimate.chunks > 0
+        assert estimate.tokens > estimate.chunks
+        assert estimate.cost_usd == pytest.approx(estimate.tokens * 0.02 / 1e6)
+        # The same width the server answers with: 1536 for this model.
+        server.dims = 1536
+        report = index.index(progress=False)
+        assert report.chunks_embedded == estimate.chunks
+        assert index.estimate().chunks == 0
+
+
+def test_the_key_never_reaches_the_index_or_the_report(
+    make_repo: MakeRepo, server: FakeServer
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    server.hook = lambda seen: Reply(401, {"error": {"message": f"bad key {KEY}"}})
+    with CodeIndex(root, settings(server, dims=16)) as index:
+        report = index.index(progress=False)
+        assert report.embedding_error is not None
+        server.hook = None
+        index.index(progress=False)
+        index_dir = index.index_dir
+    assert KEY not in str(report.to_dict())
+    for path in Path(index_dir).rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
