@@ -4,7 +4,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/coderecall/target
 PYTHON ?= python3
 CARGO ?= cargo
 
-.PHONY: install build-dev build-release test test-rust test-python test-model lint format bench-speed bench-quality
+.PHONY: install build-dev build-release test test-rust test-python test-model lint format bench-speed bench-quality bench-semantic
 
 ## install: the package in editable mode with the development tools
 install:
@@ -46,9 +46,12 @@ format:
 	$(PYTHON) -m ruff format python tests benches
 	$(PYTHON) -m ruff check --fix python tests benches
 
-## bench-speed / bench-quality: the benchmarks (download pinned corpora on first use)
+## bench-speed / bench-quality / bench-semantic: the benchmarks (download pinned corpora on first use)
 bench-speed:
 	$(PYTHON) -m benches.speed $(ARGS)
 
 bench-quality:
 	$(PYTHON) -m benches.quality $(ARGS)
+
+bench-semantic:
+	$(PYTHON) -m benches.semantic $(ARGS)

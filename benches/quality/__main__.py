@@ -207,7 +207,9 @@ def run_project(
     log(f"[{name}] blanked copy at {tree} ({sum(map(len, edits.values()))} doc comments)")
     make_copy(root, tree, edits)
 
-    with CodeIndex(tree, {"index_dir": work / "index"}, force=True) as index:
+    # The lexical row stays lexical whatever models the user's cache holds; --model adds rows.
+    config = {"index_dir": work / "index", "embedding": {"provider": "none"}}
+    with CodeIndex(tree, config, force=True) as index:
         started = time.perf_counter()
         index.index(force=True, progress=False)  # fresh chunks even if the core changed
         info.index_seconds = time.perf_counter() - started

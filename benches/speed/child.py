@@ -70,7 +70,12 @@ def tree_bytes(folder: Path) -> int:
 
 
 def _config(spec: Spec) -> dict[str, object]:
-    return {"index_dir": spec["index_dir"], "exclude": list(spec["exclude"])}
+    # Lexical only: these rows measure parsing and BM25; benches.semantic measures embedding.
+    return {
+        "index_dir": spec["index_dir"],
+        "exclude": list(spec["exclude"]),
+        "embedding": {"provider": "none"},
+    }
 
 
 def cold(spec: Spec) -> Result:

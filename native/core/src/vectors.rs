@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use crate::error::{Error, Result};
@@ -68,7 +69,9 @@ impl VectorIndex {
     /// Room for `capacity` vectors and a search context per thread (usearch needs both before
     /// `add` and `search`).
     fn reserve(&self, capacity: usize) -> Result<()> {
-        let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get) + 2;
+        // Rayon's workers add in parallel; searching threads need contexts too.
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        let threads = cores.max(rayon::current_num_threads()) + 2;
         self.index
             .reserve_capacity_and_threads(capacity.max(self.index.size()).max(64), threads)
             .map_err(|e| hnsw_error(&self.path, e))
@@ -103,15 +106,14 @@ impl VectorIndex {
         if self.index.size() + vectors.len() > self.index.capacity() {
             self.reserve((self.index.size() + vectors.len()).next_power_of_two())?;
         }
-        for (hash, v) in vectors {
-            let key = key_of(*hash);
-            if !self.index.contains(key) {
-                self.index
-                    .add(key, v.as_slice())
-                    .map_err(|e| hnsw_error(&self.path, e))?;
-            }
-        }
-        Ok(())
+        // usearch takes concurrent adds (one reserved context per thread); insertion is
+        // nearly all distance computations, so it scales with the cores.
+        let index = &self.index;
+        vectors
+            .par_iter()
+            .filter(|(hash, _)| !index.contains(key_of(*hash)))
+            .try_for_each(|(hash, v)| index.add(key_of(*hash), v.as_slice()))
+            .map_err(|e| hnsw_error(&self.path, e))
     }
 
     /// The `k` nearest content hashes accepted by `filter`, with their cosine similarity.
