@@ -42,6 +42,8 @@ InputKind = Literal["document", "query"]
 _QUERY_CACHE_SIZE = 256
 """Queries are short and repeat within an agent session; 256 vectors of 3072 floats is 3 MB."""
 
+_QUERY_RETRIES = 1
+"""Retries of a query embedding: a search should fall back to lexical rather than wait."""
 _MALFORMED_RETRIES = 1
 """A malformed answer is usually a proxy's hiccup: ask once more, then fail."""
 
@@ -374,7 +376,9 @@ class RemoteEmbedder:
                 log.warning("%s; asking again", failure)
             path, body = self._request(texts, kind)
             try:
-                data = self._transport.post(path, body)
+                # A search waits on a query: one quick retry, then lexical results instead.
+                retries = _QUERY_RETRIES if kind == "query" else None
+                data = self._transport.post(path, body, max_retries=retries)
                 vectors, reported = self._parse(data, len(texts))
                 matrix = self._check(vectors, len(texts))
             except ProviderResponseError as exc:

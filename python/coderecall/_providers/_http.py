@@ -29,7 +29,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -186,8 +186,13 @@ class Transport:
     def close(self) -> None:
         self._client.close()
 
-    def post(self, path: str, body: Mapping[str, Any]) -> Any:
-        """The decoded JSON answer to ``POST path``, after as many retries as allowed."""
+    def post(self, path: str, body: Mapping[str, Any], *, max_retries: int | None = None) -> Any:
+        """The decoded JSON answer to ``POST path``, after as many retries as allowed
+        (``max_retries`` lowers the policy's for a caller that cannot wait, such as a search).
+        """
+        policy = self._policy
+        if max_retries is not None:
+            policy = replace(policy, max_retries=min(max_retries, policy.max_retries))
         attempt = 0
         while True:
             self._wait_turn()
@@ -195,7 +200,7 @@ class Transport:
             outcome = self._attempt(path, body)
             if not isinstance(outcome, _Failure):
                 return outcome
-            wait = self._plan_wait(outcome, attempt)
+            wait = self._plan_wait(outcome, attempt, policy)
             level = logging.INFO if outcome.status == 429 else logging.WARNING
             log.log(
                 level,
@@ -204,7 +209,7 @@ class Transport:
                 outcome.reason,
                 self.host,
                 attempt + 1,
-                self._policy.max_retries,
+                policy.max_retries,
                 wait,
                 " (Retry-After)" if outcome.retry_after is not None else "",
             )
@@ -215,9 +220,9 @@ class Transport:
                 time.sleep(wait)
             attempt += 1
 
-    def _plan_wait(self, failure: _Failure, attempt: int) -> float:
+    def _plan_wait(self, failure: _Failure, attempt: int, policy: RetryPolicy) -> float:
         """How long to wait before the next attempt, or raise when no attempt is left."""
-        if attempt >= self._policy.max_retries:
+        if attempt >= policy.max_retries:
             raise ProviderUnavailableError(
                 f"{self.provider}: {failure.reason} from {self.host}, still failing after "
                 f"{attempt + 1} attempts; check the network and the service's status, or raise "
@@ -226,12 +231,12 @@ class Transport:
                 status=failure.status,
             )
         if failure.retry_after is None:
-            return self._policy.backoff(attempt)
-        if failure.retry_after > self._policy.backoff_max:
+            return policy.backoff(attempt)
+        if failure.retry_after > policy.backoff_max:
             raise ProviderUnavailableError(
                 f"{self.provider}: {failure.reason} from {self.host}, and the server asks to "
                 f"wait {failure.retry_after:.0f} s, more than backoff_max "
-                f"({self._policy.backoff_max:g} s); try again later or raise backoff_max",
+                f"({policy.backoff_max:g} s); try again later or raise backoff_max",
                 provider=self.provider,
                 status=failure.status,
             )
