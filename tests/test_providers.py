@@ -715,3 +715,14 @@ def test_truncation_keeps_the_longest_prefix_within_the_limit() -> None:
         if cut != text:  # one more piece would break the limit
             assert estimate_tokens(text[: len(cut) + 1].rstrip()) >= estimate_tokens(cut)
     assert truncate_tokens(text, 10_000) == text
+
+
+def test_a_query_gets_one_quick_retry_so_a_search_can_fall_back(serve: Serve) -> None:
+    server = serve("openai")
+    server.hook = lambda seen: Reply(503, {"error": {"message": "overloaded"}})
+    with (
+        connect("openai", server.url, dims=8, max_retries=5) as embedder,
+        pytest.raises(ProviderUnavailableError, match="after 2 attempts"),
+    ):
+        embedder.embed_query("where is the retry loop")
+    assert len(server.requests) == 2
