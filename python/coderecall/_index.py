@@ -266,7 +266,11 @@ class CodeIndex:
         except ProviderError as exc:
             done, error = counts[0], str(exc)
             _log.warning("embedding stopped early: %s (the next run goes on)", exc)
-        pending = len(native.pending_texts(choice.model_id)) if error else 0
+        pending = 0
+        if error:
+            # The native call reports its total with each batch; before the first, count.
+            total = counts[1] or len(native.pending_texts(choice.model_id))
+            pending = total - done
         return _Embedded(choice.model_id, done, pending, error, notices)
 
     def _semantic(self, native: NativeIndex) -> EmbeddingChoice:

@@ -15,6 +15,7 @@ defaults as class attributes. Everything else lives here:
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 import threading
@@ -84,7 +85,7 @@ class Estimate:
     cost_usd: float
 
 
-class RemoteEmbedder:
+class RemoteEmbedder(abc.ABC):
     """Embeds texts with a remote service; one subclass per provider.
 
     Thread-safe. Use it as a context manager, or call :meth:`close`, to release its
@@ -167,17 +168,17 @@ class RemoteEmbedder:
         """Request headers carrying the key (a bearer token unless the service differs)."""
         return {"Authorization": f"Bearer {key}"} if key else {}
 
+    @abc.abstractmethod
     def _request(self, texts: list[str], kind: InputKind) -> tuple[str, dict[str, Any]]:
         """The path (relative to the base URL) and JSON body embedding ``texts``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _parse(self, data: Any, count: int) -> tuple[list[Any], int | None]:
         """The vectors in an answer, in input order, and the tokens it reports (if any).
 
         Raises :class:`ProviderResponseError` (see :meth:`_malformed`) when the shape is
         wrong; the vectors' lengths and values are checked afterwards.
         """
-        raise NotImplementedError
 
     def _prepare(self, text: str, kind: InputKind) -> str:
         """The text as sent; a hook for models that want an instruction prefix."""
