@@ -99,6 +99,29 @@ def test_switching_models_reembeds_and_switching_back_reuses(
     assert back.chunks_embedded == 0, "the first model's vectors are still valid"
 
 
+def test_i8_quantization_has_its_own_graph_built_from_stored_vectors(
+    make_repo: MakeRepo, static_model: Path
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    f16 = {"embedding": {"provider": "static", "model": str(static_model)}}
+    i8 = {"embedding": {**f16["embedding"], "quantization": "i8"}}
+    with CodeIndex(root, f16) as index:
+        first = index.index(progress=False)
+        expected = [(h.path, h.start_line) for h in index.search(NATURAL, limit=5)]
+    with CodeIndex(root, i8) as index:
+        switched = index.index(progress=False)
+        assert switched.chunks_embedded == 0, "the stored vectors serve both graphs"
+        hits = index.search(NATURAL, limit=5)
+        assert any("semantic" in hit.channels for hit in hits)
+        assert [(h.path, h.start_line) for h in hits][:2] == expected[:2]
+        names = [p.name for p in vector_files(index)]
+    assert first.chunks_embedded > 0
+    assert len(names) == 2
+    assert sum(name.endswith(".i8.usearch") for name in names) == 1
+    with pytest.raises(ConfigError, match="f16, i8"):
+        CodeIndex(root, {"embedding": {"quantization": "f32"}})
+
+
 def test_a_configured_model_of_the_wrong_kind_or_missing_is_a_clear_error(
     make_repo: MakeRepo, static_model: Path, tmp_path: Path
 ) -> None:

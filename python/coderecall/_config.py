@@ -47,6 +47,9 @@ key                   type        default   meaning
 ``batch-size``        int >= 1              inputs per request (default: the API's limit)
 ``concurrency``       int >= 1              requests in flight
 ``max-tokens``        int >= 1    ``256``   tokens a transformer reads of each chunk
+``quantization``      name        ``f16``   how the vector graph stores vectors: ``f16``, or
+                                            ``i8`` (half the memory, faster inserts, slightly
+                                            lower recall)
 ====================  ==========  ========  ===================================================
 
 ``auto`` uses the configured local ``model``, else a model already in the user's model cache
@@ -78,6 +81,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pathspec
 
@@ -121,6 +125,7 @@ class Config:
     embedding_batch_size: int | None = None
     embedding_concurrency: int | None = None
     embedding_max_tokens: int = 256
+    embedding_quantization: Literal["f16", "i8"] = "f16"
 
     def __post_init__(self) -> None:
         source = _Source("Config()")
@@ -368,11 +373,19 @@ PROVIDER_NAMES = (
 )
 
 
-def _to_provider(value: object, source: _Source) -> str:
-    name = value.strip().lower() if isinstance(value, str) else None
-    if name not in PROVIDER_NAMES:
-        raise _InvalidValueError("one of " + ", ".join(PROVIDER_NAMES))
-    return name
+QUANTIZATIONS = ("f16", "i8")
+
+
+def _one_of(names: tuple[str, ...]) -> Callable[[object, _Source], str]:
+    """A converter accepting one of ``names``, case-insensitive."""
+
+    def convert(value: object, source: _Source) -> str:
+        name = value.strip().lower() if isinstance(value, str) else None
+        if name not in names:
+            raise _InvalidValueError("one of " + ", ".join(names))
+        return name
+
+    return convert
 
 
 _TABLES = ("embedding",)
@@ -386,7 +399,7 @@ _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "respect_gitignore": _to_bool,
     "limit": _to_count,
     "per_file": _to_count,
-    "embedding_provider": _to_provider,
+    "embedding_provider": _one_of(PROVIDER_NAMES),
     "embedding_model": _to_optional_text,
     "embedding_base_url": _to_optional_text,
     "embedding_api_key": _to_optional_text,
@@ -395,4 +408,5 @@ _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "embedding_batch_size": _to_optional_count,
     "embedding_concurrency": _to_optional_count,
     "embedding_max_tokens": _to_count,
+    "embedding_quantization": _one_of(QUANTIZATIONS),
 }

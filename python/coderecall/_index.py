@@ -279,7 +279,9 @@ class CodeIndex:
             self._embedding = select_embedding(self._config, recorded=_recorded_embedding(native))
         choice = self._embedding
         if choice.embedder is not None and choice.model_id and self._semantic_on is not native:
-            native.set_embedder(choice.embedder, choice.model_id)
+            native.set_embedder(
+                choice.embedder, choice.model_id, self._config.embedding_quantization
+            )
             self._semantic_on = native
             record = {
                 "provider": choice.provider,

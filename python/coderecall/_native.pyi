@@ -7,7 +7,7 @@ released; searches return plain dicts that the Python facade turns into frozen d
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Final, Protocol, TypedDict, final
+from typing import Final, Literal, Protocol, TypedDict, final
 
 import numpy as np
 import numpy.typing as npt
@@ -190,10 +190,12 @@ class NativeIndex:
 
     def cancel(self) -> None:
         """Ask the running update to stop; it raises ``CancelledError`` and publishes nothing."""
-    def set_embedder(self, embedder: Embedder, model: str) -> None:
+    def set_embedder(
+        self, embedder: Embedder, model: str, quantization: Literal["f16", "i8"] = "f16"
+    ) -> None:
         """Sets the embedding model of the semantic channel; ``model`` names it in the index
         (vectors of different names never mix). Natural-language searches then fuse both
-        channels."""
+        channels. ``quantization`` is how the graph stores vectors (SQLite keeps f16)."""
     def embed_pending(
         self, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
     ) -> int:

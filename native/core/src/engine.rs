@@ -955,7 +955,8 @@ impl Engine {
     }
 
     /// Sets the embedding model of the semantic channel (`model` names it in the index:
-    /// vectors of different models never mix). Loads or rebuilds its graph from stored vectors.
+    /// vectors of different models never mix). Loads or rebuilds its graph, stored with
+    /// `quantization`, from the stored vectors.
     ///
     /// # Errors
     ///
@@ -965,10 +966,11 @@ impl Engine {
         &self,
         model: &str,
         embedder: Arc<dyn crate::embed::Embedder>,
+        quantization: crate::vectors::Quantization,
     ) -> Result<()> {
         let semantic = {
             let reader = Self::lock(&self.reader);
-            crate::semantic::Semantic::open(&self.dir, &reader, model, embedder)?
+            crate::semantic::Semantic::open(&self.dir, &reader, model, embedder, quantization)?
         };
         *self
             .semantic
@@ -1785,7 +1787,13 @@ def slugify(text):
         let embedder = Arc::new(Trigrams {
             calls: AtomicUsize::new(0),
         });
-        engine.set_embedder("trigrams", embedder.clone()).unwrap();
+        engine
+            .set_embedder(
+                "trigrams",
+                embedder.clone(),
+                crate::vectors::Quantization::F16,
+            )
+            .unwrap();
         let embedded = engine.embed_pending(16, &|_, _| {}).unwrap();
         assert!(embedded >= 3);
         let calls = embedder.calls.load(Ordering::SeqCst);

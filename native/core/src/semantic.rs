@@ -10,7 +10,7 @@ use crate::engine::Channels;
 use crate::error::{Error, Result};
 use crate::hash::IntMap;
 use crate::store::Store;
-use crate::vectors::VectorIndex;
+use crate::vectors::{Quantization, VectorIndex};
 
 /// The `k` of reciprocal rank fusion, `1 / (k + rank)`: the usual 60, which keeps a document
 /// ranked well by one channel from being swamped by one ranked middling by both.
@@ -30,23 +30,29 @@ pub(crate) struct Semantic {
 
 impl Semantic {
     /// Opens the graph of `model` in `dir`, rebuilding it from the stored vectors (never by
-    /// embedding again) when it is missing or out of step with them.
+    /// embedding again) when it is missing or out of step with them. Each quantization has
+    /// its own file, so switching is a rebuild, never a misread.
     pub(crate) fn open(
         dir: &Path,
         store: &Store,
         model: &str,
         embedder: Arc<dyn Embedder>,
+        quantization: Quantization,
     ) -> Result<Self> {
         if model.is_empty() {
             return Err(Error::InvalidArgument("the model name is empty".into()));
         }
         let dims = embedder.dims();
+        let suffix = match quantization {
+            Quantization::F16 => String::new(),
+            other => format!(".{}", other.name()),
+        };
         let path = dir.join(format!(
-            "vectors-{:016x}.usearch",
+            "vectors-{:016x}{suffix}.usearch",
             xxhash_rust::xxh3::xxh3_64(model.as_bytes())
         ));
         let stored = store.count_vectors(model)?;
-        let graph = match VectorIndex::load(&path, dims, stored) {
+        let graph = match VectorIndex::load(&path, dims, stored, quantization) {
             Some(graph) => graph,
             None => {
                 let vectors = store.vectors(model)?;
@@ -56,7 +62,7 @@ impl Semantic {
                         v.len()
                     )));
                 }
-                let mut graph = VectorIndex::new(&path, dims, vectors.len())?;
+                let mut graph = VectorIndex::new(&path, dims, vectors.len(), quantization)?;
                 graph.add(&vectors)?;
                 if !vectors.is_empty() {
                     graph.save()?;
