@@ -178,6 +178,8 @@ struct DocMeta {
     end_line: u32,
     /// What the ranking rules need of the chunk, derived once here rather than per query.
     symbol_prints: Box<[u32]>,
+    /// Fingerprints of the other names the chunk defines (small units merged into it).
+    name_prints: Box<[Box<[u32]>]>,
     test_scope: bool,
 }
 
@@ -192,6 +194,11 @@ impl DocMeta {
         DocMeta {
             kind,
             symbol_prints: fingerprints(&symbol.to_lowercase()),
+            name_prints: names
+                .split(' ')
+                .filter(|n| !n.is_empty() && *n != symbol)
+                .map(|n| fingerprints(&n.to_lowercase()))
+                .collect(),
             test_scope: is_test_scope(local_path),
             symbol: symbol.into(),
             local_path: local_path.into(),
@@ -874,6 +881,7 @@ impl Engine {
                     path_prints: &path.prints,
                     symbol: &doc.symbol,
                     symbol_prints: &doc.symbol_prints,
+                    name_prints: &doc.name_prints,
                     test_scope: doc.test_scope,
                     local_path: &doc.local_path,
                     names: &doc.names,

@@ -318,6 +318,8 @@ pub struct Candidate<'a> {
     pub symbol: &'a str,
     /// `fingerprints` of the lower-cased symbol, computed once per chunk by the caller.
     pub symbol_prints: &'a [u32],
+    /// `fingerprints` of the chunk's other defined names (merged small units).
+    pub name_prints: &'a [Box<[u32]>],
     /// `is_test_scope(local_path)`, computed once per chunk by the caller.
     pub test_scope: bool,
     pub local_path: &'a str,
@@ -369,7 +371,13 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
         }
     }
     if !c.symbol.is_empty() && query.class != QueryClass::Path {
-        s *= 1.0 + w.partial_symbol * coverage(&query.prints, c.symbol_prints);
+        // A chunk of merged small units answers for each of them, not only the first.
+        let best = c
+            .name_prints
+            .iter()
+            .map(|prints| coverage(&query.prints, prints))
+            .fold(coverage(&query.prints, c.symbol_prints), f32::max);
+        s *= 1.0 + w.partial_symbol * best;
     }
     s *= 1.0 + w.path_terms * coverage(&query.prints, c.path_prints);
     let class = match c.path_class {
@@ -515,11 +523,32 @@ mod tests {
             path_prints: Box::leak(fingerprints(path)),
             symbol,
             symbol_prints: Box::leak(fingerprints(&symbol.to_lowercase())),
+            name_prints: &[],
             test_scope: is_test_scope(local_path),
             local_path,
             names: symbol,
             kind,
         }
+    }
+
+    #[test]
+    fn merged_units_answer_for_every_name_they_define() {
+        let w = Weights::default();
+        let q = Query::parse("get the name of the command");
+        let lone = candidate(
+            "src/cmd.rs",
+            "set_bin_name",
+            "set_bin_name",
+            ChunkKind::Method,
+        );
+        let get_name = fingerprints("get_name");
+        let merged = Candidate {
+            name_prints: std::slice::from_ref(&get_name),
+            ..lone
+        };
+        assert!(score(&q, &merged, &w) > score(&q, &lone, &w));
+        let exact = candidate("src/cmd.rs", "get_name", "get_name", ChunkKind::Method);
+        assert!((score(&q, &merged, &w) - score(&q, &exact, &w)).abs() < 1e-6);
     }
 
     #[test]
