@@ -30,6 +30,7 @@ from coderecall._providers import (
     PROVIDERS,
     ProviderSettings,
     RemoteEmbedder,
+    _base,
     estimate_tokens,
     make_provider,
 )
@@ -456,6 +457,21 @@ def test_a_hung_server_ends_in_bounded_time() -> None:
         with pytest.raises(ProviderUnavailableError, match="no answer"):
             embedder.embed_documents(["a"])
     assert time.monotonic() - started < 1.5
+
+
+def test_a_query_waits_less_than_indexing_on_a_hung_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_base, "_QUERY_READ_TIMEOUT", 0.2)
+    with (
+        SilentServer() as silent,
+        connect("openai", silent.url, dims=8, read_timeout=30, max_retries=5) as embedder,
+    ):
+        started = time.monotonic()
+        with pytest.raises(ProviderUnavailableError, match=r"read_timeout=0\.2"):
+            embedder.embed_query("where is the retry loop")
+        assert embedder.usage.requests == 2, "one quick retry"
+    assert time.monotonic() - started < 5, "not the 30 s an indexing batch may wait"
 
 
 def test_a_refused_connection_is_unavailable() -> None:

@@ -45,6 +45,8 @@ _QUERY_CACHE_SIZE = 256
 
 _QUERY_RETRIES = 1
 """Retries of a query embedding: a search should fall back to lexical rather than wait."""
+_QUERY_READ_TIMEOUT = 10.0
+"""Seconds a search waits for its query embedding (at most the configured read timeout)."""
 _MALFORMED_RETRIES = 1
 """A malformed answer is usually a proxy's hiccup: ask once more, then fail."""
 
@@ -377,9 +379,15 @@ class RemoteEmbedder(abc.ABC):
                 log.warning("%s; asking again", failure)
             path, body = self._request(texts, kind)
             try:
-                # A search waits on a query: one quick retry, then lexical results instead.
-                retries = _QUERY_RETRIES if kind == "query" else None
-                data = self._transport.post(path, body, max_retries=retries)
+                # A search waits on a query: one quick retry within a short timeout, then
+                # lexical results instead.
+                query = kind == "query"
+                data = self._transport.post(
+                    path,
+                    body,
+                    max_retries=_QUERY_RETRIES if query else None,
+                    read_timeout=_QUERY_READ_TIMEOUT if query else None,
+                )
                 vectors, reported = self._parse(data, len(texts))
                 matrix = self._check(vectors, len(texts))
             except ProviderResponseError as exc:

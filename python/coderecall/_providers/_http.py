@@ -169,12 +169,6 @@ class Transport:
         self._client = httpx.Client(
             base_url=base_url.rstrip("/"),
             headers=dict(headers),
-            timeout=httpx.Timeout(
-                connect=connect_timeout,
-                read=read_timeout,
-                write=read_timeout,
-                pool=connect_timeout + read_timeout,
-            ),
             limits=httpx.Limits(
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
@@ -186,10 +180,22 @@ class Transport:
     def close(self) -> None:
         self._client.close()
 
-    def post(self, path: str, body: Mapping[str, Any], *, max_retries: int | None = None) -> Any:
-        """The decoded JSON answer to ``POST path``, after as many retries as allowed
-        (``max_retries`` lowers the policy's for a caller that cannot wait, such as a search).
+    def post(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        *,
+        max_retries: int | None = None,
+        read_timeout: float | None = None,
+    ) -> Any:
+        """The decoded JSON answer to ``POST path``, after as many retries as allowed.
+
+        ``max_retries`` and ``read_timeout`` lower the configured ones for a caller that
+        cannot wait, such as a search.
         """
+        timeout = self._read_timeout
+        if read_timeout is not None:
+            timeout = min(read_timeout, self._read_timeout)
         policy = self._policy
         if max_retries is not None:
             policy = replace(policy, max_retries=min(max_retries, policy.max_retries))
@@ -197,7 +203,7 @@ class Transport:
         while True:
             self._wait_turn()
             self._counters.add(requests=1, retries=1 if attempt else 0)
-            outcome = self._attempt(path, body)
+            outcome = self._attempt(path, body, timeout)
             if not isinstance(outcome, _Failure):
                 return outcome
             wait = self._plan_wait(outcome, attempt, policy)
@@ -254,13 +260,19 @@ class Transport:
             # Looping re-reads the gate: another thread may have closed it while we slept.
             time.sleep(ready - now)
 
-    def _attempt(self, path: str, body: Mapping[str, Any]) -> Any:
+    def _attempt(self, path: str, body: Mapping[str, Any], read_timeout: float) -> Any:
         """One request: the decoded answer, a :class:`_Failure` to retry, or an exception."""
         failure: _Failure | None = None
+        timeout = httpx.Timeout(
+            connect=self._connect_timeout,
+            read=read_timeout,
+            write=read_timeout,
+            pool=self._connect_timeout + read_timeout,
+        )
         try:
-            response = self._client.post(path, json=body)
+            response = self._client.post(path, json=body, timeout=timeout)
         except httpx.TimeoutException as exc:
-            failure = _Failure(self._describe_timeout(exc))
+            failure = _Failure(self._describe_timeout(exc, read_timeout))
         except httpx.TransportError as exc:
             failure = _Failure(f"network error ({type(exc).__name__}: {self._scrub(str(exc))})")
         if failure is not None:
@@ -300,12 +312,12 @@ class Transport:
             )
         return decoded
 
-    def _describe_timeout(self, exc: httpx.TimeoutException) -> str:
+    def _describe_timeout(self, exc: httpx.TimeoutException, read_timeout: float) -> str:
         if isinstance(exc, httpx.ConnectTimeout):
             return f"no connection within connect_timeout={self._connect_timeout:g} s"
         if isinstance(exc, httpx.PoolTimeout):
             return "no free connection in the pool"
-        return f"no answer within read_timeout={self._read_timeout:g} s"
+        return f"no answer within read_timeout={read_timeout:g} s"
 
     def _excerpt(self, response: httpx.Response) -> str:
         """The server's own error message, from the usual JSON shapes or the raw text."""
