@@ -15,6 +15,8 @@ import json
 import re
 import socket
 import struct
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -537,3 +539,35 @@ def test_cli_pull_then_list_and_index_with_the_pulled_model(
     assert report.chunks_embedded > 0
     assert main(["model", "pull", "not a model id"]) == 1
     assert capsys.readouterr().err.startswith("coderecall: error: ")
+
+
+def test_a_second_pull_of_the_same_folder_waits_its_turn(hub: FakeHub, cache: Path) -> None:
+    """Another process holding the pull lock: refused at once, nothing written; once it is
+    released (the holder exited), the pull goes through."""
+    lock = cache / ".partial" / "tiny-static.lock"
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time\n"
+            f"f = open({str(lock)!r}, 'a+b')\n"
+            "fcntl.flock(f.fileno(), fcntl.LOCK_EX)\n"
+            "print('locked', flush=True)\n"
+            "sys.stdin.read()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(ModelError, match=r"another pull into .* is running"):
+            pull_model(MODEL, endpoint=hub.endpoint)
+        assert hub.requests == [], "refused before any request"
+    finally:
+        holder.communicate("")
+    info = pull_model(MODEL, endpoint=hub.endpoint)
+    assert info.path == cache / "tiny-static"
+    assert not (cache / ".partial").exists()

@@ -27,7 +27,8 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -131,16 +132,20 @@ def pull_model(
             f"HF_HUB_OFFLINE is set, and pulling {model_id} needs the network: unset it, or "
             f"download the files elsewhere and copy the folder to {destination}"
         )
-    with _Pull(
-        model_id=model_id,
-        revision=revision,
-        endpoint=(endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/"),
-        token=token or os.environ.get("HF_TOKEN") or None,
-        destination=destination,
-        progress=progress,
-        timeout=timeout,
-    ) as pull:
+    with (
+        _exclusive(destination, model_id),
+        _Pull(
+            model_id=model_id,
+            revision=revision,
+            endpoint=(endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/"),
+            token=token or os.environ.get("HF_TOKEN") or None,
+            destination=destination,
+            progress=progress,
+            timeout=timeout,
+        ) as pull,
+    ):
         commit, files = pull.resolve()
+        installed = _read_source(destination)  # another pull may have finished meanwhile
         if installed is not None:
             if installed.get("commit") == commit:
                 return describe(destination)
@@ -150,7 +155,58 @@ def pull_model(
                 f"{_shell(destination)}) and pull again to update it"
             )
         staging = pull.stage(commit, files)
-    return _install(staging, destination, pull.source(commit, files))
+        return _install(staging, destination, pull.source(commit, files))
+
+
+@contextlib.contextmanager
+def _exclusive(destination: Path, model_id: str) -> Iterator[None]:
+    """Holds ``<cache>/.partial/<name>.lock`` for one pull: a second pull of the same folder,
+    from any process, fails at once instead of writing into the same partial files. The OS
+    drops the lock when its holder dies, so a killed pull never blocks the next one.
+
+    The lock file is removed by its holder when no partial download is left to resume, so a
+    pull that failed early leaves the cache as it found it."""
+    partial = destination.parent / ".partial"
+    lock = partial / f"{destination.name}.lock"
+    new_cache = not destination.parent.exists()
+    partial.mkdir(parents=True, exist_ok=True)
+    while True:
+        handle = open(lock, "a+b")  # noqa: SIM115 (held across the yield)
+        try:
+            _lock_file(handle.fileno())
+        except OSError:
+            handle.close()
+            raise ModelError(
+                f"another pull into {destination} is running; wait for it to finish, then "
+                f"`coderecall model pull {model_id}` again returns at once"
+            ) from None
+        try:
+            if os.stat(lock).st_ino == os.fstat(handle.fileno()).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        handle.close()  # its holder removed the file after we opened it: lock the new one
+    try:
+        yield
+    finally:
+        if not (partial / destination.name).exists():
+            lock.unlink(missing_ok=True)  # while held: see the inode check above
+        handle.close()
+        for folder in (partial, destination.parent) if new_cache else (partial,):
+            with contextlib.suppress(OSError):  # not empty: kept for a resume, or in use
+                folder.rmdir()
+
+
+def _lock_file(fd: int) -> None:
+    """A non-blocking exclusive lock on ``fd``; OSError when another process holds it."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 class _Pull:
@@ -488,8 +544,6 @@ def _install(staging: Path, destination: Path, source: dict[str, Any]) -> ModelI
         )
     os.rename(staging, destination)
     _fsync_folder(destination.parent)
-    with contextlib.suppress(OSError):  # not empty: another pull is staging there
-        staging.parent.rmdir()
     return describe(destination)
 
 
