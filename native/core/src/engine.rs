@@ -867,7 +867,7 @@ impl Engine {
         let fused = if req.lexical_only {
             only_lexical(candidates)
         } else {
-            self.fuse_semantic(&query, candidates, &allowed)?
+            self.fuse_semantic(&query, candidates, filter)?
         };
         let scored: Vec<(f32, (u64, Channels))> = fused
             .into_iter()
@@ -944,7 +944,7 @@ impl Engine {
         &self,
         query: &Query,
         lexical: Vec<(u64, f32)>,
-        allowed: &dyn Fn(u64) -> bool,
+        allowed: Option<&dyn Fn(u64) -> bool>,
     ) -> Result<Vec<(u64, f32, Channels)>> {
         #[cfg(feature = "embed")]
         if query.class == QueryClass::NaturalLanguage {
@@ -1137,7 +1137,7 @@ impl Engine {
                         .embed(&[crate::store::embedding_text(c).as_str()])?,
                     (None, None) => semantic.embedder.embed(&[given])?,
                 };
-                let nearest = semantic.nearest(&vector, k, &allowed)?;
+                let nearest = semantic.nearest(&vector, k, Some(&allowed))?;
                 let semantic_only = Channels {
                     lexical: false,
                     semantic: true,

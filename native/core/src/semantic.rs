@@ -80,8 +80,12 @@ impl Semantic {
     }
 
     /// Document keys of the chunks nearest to `query`, best first (chunks sharing content share
-    /// a rank), among those `allowed`.
-    pub(crate) fn search(&self, query: &str, allowed: &dyn Fn(u64) -> bool) -> Result<Vec<u64>> {
+    /// a rank), among those `allowed` (`None`: every chunk of the view).
+    pub(crate) fn search(
+        &self,
+        query: &str,
+        allowed: Option<&dyn Fn(u64) -> bool>,
+    ) -> Result<Vec<u64>> {
         if self.graph.is_empty() {
             return Ok(Vec::new());
         }
@@ -94,27 +98,31 @@ impl Semantic {
     }
 
     /// Document keys of the chunks nearest to `vector` with their cosine similarity, best
-    /// first, among those `allowed`: the `k` nearest contents, each expanded to the chunks of
-    /// the view that hold it.
+    /// first, among those `allowed` (`None`: every chunk of the view): the `k` nearest
+    /// contents, each expanded to the chunks of the view that hold it.
     pub(crate) fn nearest(
         &self,
         vector: &[f32],
         k: usize,
-        allowed: &dyn Fn(u64) -> bool,
+        allowed: Option<&dyn Fn(u64) -> bool>,
     ) -> Result<Vec<(u64, f32)>> {
-        let nearest = self.graph.search(vector, k, |hash| {
-            self.by_content
+        // The graph calls the filter for every node it weighs: keep the common case (no
+        // restriction) to one map probe.
+        let keep = |k: &u64| allowed.is_none_or(|allowed| allowed(*k));
+        let nearest = self.graph.search(vector, k, |hash| match allowed {
+            None => self.by_content.contains_key(&hash),
+            Some(_) => self
+                .by_content
                 .get(&hash)
-                .is_some_and(|keys| keys.iter().any(|&k| allowed(k)))
+                .is_some_and(|keys| keys.iter().any(keep)),
         })?;
         Ok(nearest
             .iter()
             .filter_map(|(hash, similarity)| Some((self.by_content.get(hash)?, *similarity)))
             .flat_map(|(keys, similarity)| {
                 keys.iter()
-                    .copied()
-                    .filter(|&k| allowed(k))
-                    .map(move |k| (k, similarity))
+                    .filter(|k| keep(k))
+                    .map(move |&k| (k, similarity))
             })
             .collect())
     }
