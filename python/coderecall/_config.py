@@ -50,6 +50,8 @@ key                   type        default   meaning
 ``quantization``      name        ``f16``   how the vector graph stores vectors: ``f16``, or
                                             ``i8`` (half the memory, faster inserts, slightly
                                             lower recall)
+``weight``            0 to 1                share of the semantic channel in hybrid ranking
+                                            (default: 0.1 for a static model, 0.5 for others)
 ====================  ==========  ========  ===================================================
 
 ``auto`` uses the configured local ``model``, else a model already in the user's model cache
@@ -126,6 +128,7 @@ class Config:
     embedding_concurrency: int | None = None
     embedding_max_tokens: int = 256
     embedding_quantization: Literal["f16", "i8"] = "f16"
+    embedding_weight: float | None = None
 
     def __post_init__(self) -> None:
         source = _Source("Config()")
@@ -348,6 +351,19 @@ def _to_count(value: object, source: _Source) -> int:
     return value
 
 
+def _to_optional_share(value: object, source: _Source) -> float | None:
+    if value is None:
+        return None
+    if source.text and isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise _InvalidValueError("a number from 0 to 1") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise _InvalidValueError("a number from 0 to 1")
+    return float(value)
+
+
 def _to_optional_count(value: object, source: _Source) -> int | None:
     return None if value is None else _to_count(value, source)
 
@@ -409,4 +425,5 @@ _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "embedding_concurrency": _to_optional_count,
     "embedding_max_tokens": _to_count,
     "embedding_quantization": _one_of(QUANTIZATIONS),
+    "embedding_weight": _to_optional_share,
 }

@@ -280,7 +280,10 @@ class CodeIndex:
         choice = self._embedding
         if choice.embedder is not None and choice.model_id and self._semantic_on is not native:
             native.set_embedder(
-                choice.embedder, choice.model_id, self._config.embedding_quantization
+                choice.embedder,
+                choice.model_id,
+                self._config.embedding_quantization,
+                self._config.embedding_weight,
             )
             self._semantic_on = native
             record = {

@@ -191,11 +191,16 @@ class NativeIndex:
     def cancel(self) -> None:
         """Ask the running update to stop; it raises ``CancelledError`` and publishes nothing."""
     def set_embedder(
-        self, embedder: Embedder, model: str, quantization: Literal["f16", "i8"] = "f16"
+        self,
+        embedder: Embedder,
+        model: str,
+        quantization: Literal["f16", "i8"] = "f16",
+        weight: float | None = None,
     ) -> None:
         """Sets the embedding model of the semantic channel; ``model`` names it in the index
         (vectors of different names never mix). Natural-language searches then fuse both
-        channels. ``quantization`` is how the graph stores vectors (SQLite keeps f16)."""
+        channels. ``quantization`` is how the graph stores vectors (SQLite keeps f16);
+        ``weight`` the channel's share in hybrid ranking (default: the engine's own)."""
     def embed_pending(
         self, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
     ) -> int:

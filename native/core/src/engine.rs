@@ -936,8 +936,8 @@ impl Engine {
         Ok(hits)
     }
 
-    /// The lexical candidates with the channels that found them; fused by reciprocal rank
-    /// with the semantic channel's for natural-language queries when a model is set.
+    /// The lexical candidates with the channels that found them; fused with the semantic
+    /// channel's for natural-language queries when a model is set.
     /// Identifiers and paths are exact lookups: nearest neighbours only dilute them.
     #[allow(clippy::unnecessary_wraps, unused_variables)]
     fn fuse_semantic(
@@ -955,7 +955,7 @@ impl Engine {
             if let Some(semantic) = semantic.as_ref() {
                 let nearest = semantic.search(&query.raw, allowed)?;
                 if !nearest.is_empty() {
-                    return Ok(crate::semantic::fuse(&lexical, &nearest));
+                    return Ok(crate::semantic::fuse(&lexical, &nearest, semantic.weight));
                 }
             }
         }
@@ -963,8 +963,8 @@ impl Engine {
     }
 
     /// Sets the embedding model of the semantic channel (`model` names it in the index:
-    /// vectors of different models never mix). Loads or rebuilds its graph, stored with
-    /// `quantization`, from the stored vectors.
+    /// vectors of different models never mix). Loads or rebuilds its graph from the stored
+    /// vectors.
     ///
     /// # Errors
     ///
@@ -974,11 +974,11 @@ impl Engine {
         &self,
         model: &str,
         embedder: Arc<dyn crate::embed::Embedder>,
-        quantization: crate::vectors::Quantization,
+        options: crate::semantic::SemanticOptions,
     ) -> Result<()> {
         let semantic = {
             let reader = Self::lock(&self.reader);
-            crate::semantic::Semantic::open(&self.dir, &reader, model, embedder, quantization)?
+            crate::semantic::Semantic::open(&self.dir, &reader, model, embedder, options)?
         };
         *self
             .semantic
@@ -1799,7 +1799,7 @@ def slugify(text):
             .set_embedder(
                 "trigrams",
                 embedder.clone(),
-                crate::vectors::Quantization::F16,
+                crate::semantic::SemanticOptions::default(),
             )
             .unwrap();
         let embedded = engine.embed_pending(16, &|_, _| {}).unwrap();

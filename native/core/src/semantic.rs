@@ -12,15 +12,21 @@ use crate::hash::IntMap;
 use crate::store::Store;
 use crate::vectors::{Quantization, VectorIndex};
 
-/// The `k` of reciprocal rank fusion, `1 / (k + rank)`: the usual 60, which keeps a document
-/// ranked well by one channel from being swamped by one ranked middling by both.
-pub const RRF_K: f32 = 60.0;
-
 /// Nearest chunks asked of the graph per query (before fusion).
 pub const SEMANTIC_CANDIDATES: usize = 100;
 
+/// How the semantic channel stores and weighs its vectors.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SemanticOptions {
+    pub quantization: Quantization,
+    /// Share of the channel in hybrid ranking; the engine's own when `None`.
+    pub weight: Option<f32>,
+}
+
 pub(crate) struct Semantic {
     pub(crate) model: String,
+    /// Share of this channel in [`fuse`].
+    pub(crate) weight: f32,
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) graph: VectorIndex,
     /// Content hash -> lexical document keys of the view, as of `generation`.
@@ -37,11 +43,18 @@ impl Semantic {
         store: &Store,
         model: &str,
         embedder: Arc<dyn Embedder>,
-        quantization: Quantization,
+        options: SemanticOptions,
     ) -> Result<Self> {
         if model.is_empty() {
             return Err(Error::InvalidArgument("the model name is empty".into()));
         }
+        let weight = options.weight.unwrap_or_else(|| embedder.fusion_weight());
+        if !(0.0..=1.0).contains(&weight) {
+            return Err(Error::InvalidArgument(format!(
+                "the semantic weight is a share between 0 and 1, not {weight}"
+            )));
+        }
+        let quantization = options.quantization;
         let dims = embedder.dims();
         let suffix = match quantization {
             Quantization::F16 => String::new(),
@@ -72,6 +85,7 @@ impl Semantic {
         };
         Ok(Semantic {
             model: model.to_owned(),
+            weight,
             embedder,
             graph,
             by_content: IntMap::default(),
@@ -79,22 +93,18 @@ impl Semantic {
         })
     }
 
-    /// Document keys of the chunks nearest to `query`, best first (chunks sharing content share
-    /// a rank), among those `allowed` (`None`: every chunk of the view).
+    /// Document keys of the chunks nearest to `query` with their cosine similarity, best
+    /// first, among those `allowed` (`None`: every chunk of the view).
     pub(crate) fn search(
         &self,
         query: &str,
         allowed: Option<&dyn Fn(u64) -> bool>,
-    ) -> Result<Vec<u64>> {
+    ) -> Result<Vec<(u64, f32)>> {
         if self.graph.is_empty() {
             return Ok(Vec::new());
         }
         let vector = self.embedder.embed_query(query)?;
-        Ok(self
-            .nearest(&vector, SEMANTIC_CANDIDATES, allowed)?
-            .into_iter()
-            .map(|(key, _)| key)
-            .collect())
+        self.nearest(&vector, SEMANTIC_CANDIDATES, allowed)
     }
 
     /// Document keys of the chunks nearest to `vector` with their cosine similarity, best
@@ -128,25 +138,43 @@ impl Semantic {
     }
 }
 
-/// Reciprocal rank fusion of the lexical ranking (already best first) and the semantic one.
+/// Fuses the lexical candidates `(key, BM25F)` and the semantic ones `(key, cosine)`, each
+/// best first: a convex combination of the two scores, each scaled to [0, 1] within its own
+/// candidates (BM25F by the best, cosine from the worst to the best), `weight` on the
+/// semantic side. A candidate one channel did not return scores 0 there.
+///
+/// Scores rather than ranks (reciprocal rank fusion): how far ahead the best candidates of a
+/// channel are is the evidence a rank throws away, and the ranking layer multiplies the
+/// fused score, so it must stay proportional. Measured in benches/quality/README.md.
 #[must_use]
-pub fn fuse(lexical: &[(u64, f32)], semantic: &[u64]) -> Vec<(u64, f32, Channels)> {
+pub fn fuse(
+    lexical: &[(u64, f32)],
+    semantic: &[(u64, f32)],
+    weight: f32,
+) -> Vec<(u64, f32, Channels)> {
     const NONE: Channels = Channels {
         lexical: false,
         semantic: false,
     };
     let mut fused: IntMap<u64, (f32, Channels)> = IntMap::default();
-    #[allow(clippy::cast_precision_loss)]
-    let rrf = |rank: usize| 1.0 / (RRF_K + (rank + 1) as f32);
-    for (rank, &(key, _)) in lexical.iter().enumerate() {
+    let best = lexical.iter().map(|c| c.1).fold(0.0f32, f32::max);
+    for &(key, score) in lexical {
         let entry = fused.entry(key).or_insert((0.0, NONE));
-        entry.0 += rrf(rank);
+        if !entry.1.lexical && best > 0.0 {
+            entry.0 += (1.0 - weight) * score / best;
+        }
         entry.1.lexical = true;
     }
-    for (rank, &key) in semantic.iter().enumerate() {
+    let (low, high) = semantic
+        .iter()
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| {
+            (lo.min(c.1), hi.max(c.1))
+        });
+    let span = (high - low).max(f32::EPSILON);
+    for &(key, similarity) in semantic {
         let entry = fused.entry(key).or_insert((0.0, NONE));
         if !entry.1.semantic {
-            entry.0 += rrf(rank);
+            entry.0 += weight * (similarity - low) / span;
             entry.1.semantic = true;
         }
     }
@@ -165,10 +193,14 @@ mod tests {
     #[test]
     fn fusion_rewards_agreement_and_keeps_both_channels() {
         let lexical = [(1, 9.0), (2, 5.0), (3, 1.0)];
-        let semantic = [3, 4, 1];
-        let fused = fuse(&lexical, &semantic);
-        assert_eq!(fused[0].0, 1, "first lexically, third semantically");
-        assert_eq!(fused[1].0, 3);
+        let semantic = [(3, 0.9), (4, 0.8), (1, 0.5)];
+        let fused = fuse(&lexical, &semantic, 0.5);
+        assert_eq!(fused[0].0, 1, "first lexically, last semantically");
+        assert_eq!(fused[1].0, 3, "first semantically, last lexically");
+        assert!(
+            (fused[0].1 - 0.5).abs() < 1e-6,
+            "lexical 1.0 and semantic 0.0, halved"
+        );
         let four = fused.iter().find(|f| f.0 == 4).map(|f| f.2);
         assert_eq!(
             four,
@@ -178,6 +210,9 @@ mod tests {
             })
         );
         assert_eq!(fused.len(), 4);
-        assert!(fuse(&[], &[]).is_empty());
+        assert!(fuse(&[], &[], 0.5).is_empty());
+        let lexical_only = fuse(&lexical, &semantic, 0.0);
+        let order: Vec<u64> = lexical_only.iter().map(|f| f.0).collect();
+        assert_eq!(order[..3], [1, 2, 3], "weight 0 keeps the lexical order");
     }
 }

@@ -12,6 +12,7 @@ use coderecall_core::engine::{
     Engine, FileInput, Hit, SearchRequest, SimilarTo, Status, UpdateStats,
 };
 use coderecall_core::lang::Language;
+use coderecall_core::semantic::SemanticOptions;
 use coderecall_core::vectors::Quantization;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
@@ -195,19 +196,24 @@ impl NativeIndex {
 
     /// Sets the embedding model of the semantic channel; `model` names it in the index (vectors
     /// of different names never mix). Natural-language searches then fuse both channels.
-    /// `quantization` (`"f16"` or `"i8"`) is how the graph stores vectors; SQLite keeps f16.
-    #[pyo3(signature = (embedder, model, quantization = "f16"))]
+    /// `quantization` (`"f16"` or `"i8"`) is how the graph stores vectors (SQLite keeps f16);
+    /// `weight` the channel's share in hybrid ranking (default: the engine's own).
+    #[pyo3(signature = (embedder, model, quantization = "f16", weight = None))]
     fn set_embedder(
         &self,
         py: Python<'_>,
         embedder: &embed::Embedder,
         model: &str,
         quantization: &str,
+        weight: Option<f32>,
     ) -> PyResult<()> {
-        let quantization = Quantization::parse(quantization).map_err(to_py)?;
+        let options = SemanticOptions {
+            quantization: Quantization::parse(quantization).map_err(to_py)?,
+            weight,
+        };
         let engine = self.engine()?;
         let model_engine = embedder.engine();
-        py.detach(|| engine.set_embedder(model, model_engine, quantization))
+        py.detach(|| engine.set_embedder(model, model_engine, options))
             .map_err(to_py)
     }
 

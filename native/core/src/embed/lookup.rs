@@ -122,9 +122,18 @@ impl StaticEmbedder {
     }
 }
 
+/// Fusion weight of a static model: averaged token vectors are a weak signal beside BM25F
+/// (a model distilled from all-MiniLM-L6-v2 helps doc-to-code up to 0.2 and hurts beyond,
+/// benches/quality/README.md), so they only reorder close lexical calls.
+const STATIC_FUSION_WEIGHT: f32 = 0.1;
+
 impl Embedder for StaticEmbedder {
     fn dims(&self) -> usize {
         self.dims
+    }
+
+    fn fusion_weight(&self) -> f32 {
+        STATIC_FUSION_WEIGHT
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<f32>> {

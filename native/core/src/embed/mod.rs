@@ -48,7 +48,17 @@ pub trait Embedder: Send + Sync {
     ///
     /// [`Error::Model`] when the tokenizer fails.
     fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>>;
+
+    /// Share of this engine's channel in hybrid ranking (see `semantic::fuse`) when the user
+    /// sets none: how far its nearest neighbours can be trusted against BM25F.
+    fn fusion_weight(&self) -> f32 {
+        DEFAULT_FUSION_WEIGHT
+    }
 }
+
+/// Fusion weight of a sentence-embedding model: doc-to-code MRR@10 peaks between 0.35 and 0.65
+/// with all-MiniLM-L6-v2 on both halves of the quality benchmark (benches/quality/README.md).
+pub const DEFAULT_FUSION_WEIGHT: f32 = 0.5;
 
 /// Scales `v` to length 1 (a zero vector stays zero).
 pub(crate) fn normalize(v: &mut [f32]) {
