@@ -122,6 +122,24 @@ def test_i8_quantization_has_its_own_graph_built_from_stored_vectors(
         CodeIndex(root, {"embedding": {"quantization": "f32"}})
 
 
+def test_embedding_weight_sets_the_semantic_share_of_hybrid_ranking(
+    make_repo: MakeRepo, static_model: Path
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    model = {"provider": "static", "model": str(static_model)}
+    with CodeIndex(root, {"embedding": {**model, "weight": 0}}) as index:
+        index.index(progress=False)
+        hybrid = index.search(NATURAL, limit=5)
+        lexical = index._open().search(NATURAL, 5, lexical_only=True)
+    assert [(h.path, h.start_line) for h in hybrid] == [
+        (h["path"], h["start_line"]) for h in lexical
+    ], "weight 0 keeps the lexical order"
+    assert any("semantic" in hit.channels for hit in hybrid), "the channel still answered"
+    for bad in (1.5, -0.1, "much"):
+        with pytest.raises(ConfigError, match="from 0 to 1"):
+            CodeIndex(root, {"embedding": {**model, "weight": bad}})
+
+
 def test_a_configured_model_of_the_wrong_kind_or_missing_is_a_clear_error(
     make_repo: MakeRepo, static_model: Path, tmp_path: Path
 ) -> None:
