@@ -1,6 +1,5 @@
 //! The semantic channel of an index: one embedding model, its vectors' HNSW graph, and the map
-//! from content hashes to the view's chunks, plus reciprocal rank fusion with the lexical
-//! channel.
+//! from content hashes to the view's chunks, plus its fusion with the lexical channel.
 
 use std::path::Path;
 use std::sync::Arc;
