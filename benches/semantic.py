@@ -183,8 +183,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             paths = [p for p, (_, _, reason) in native.file_stats().items() if reason is None]
             queries = list(sample_queries(tree.root, paths, args.queries, SEED).phrases)
-            results["latency"] = query_latency(index, native, queries, transformer)
-            # The vectors of the insertion test share the index: drop the handle first.
+        # A fresh handle, as another process would open the index: the static model's graph
+        # from its file, none of the insertion test's engines.
+        with CodeIndex(tree.root, config, force=True) as index:
+            results["latency"] = query_latency(index, index._open(), queries, transformer)
     if args.json:
         print(json.dumps(results, indent=2, default=str))
     else:
@@ -225,7 +227,7 @@ def query_latency(
     index: CodeIndex, native: Any, queries: list[str], transformer: Embedder
 ) -> dict[str, Any]:
     """Hybrid and lexical-only, alternating query by query so both see the same machine."""
-    index.search("warm up", with_content=False)  # gives the handle its static engine again
+    index.search("warm up", with_content=False)  # sets the configured static engine
     hybrid: list[float] = []
     lexical: list[float] = []
     semantic_hits = 0
