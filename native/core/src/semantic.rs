@@ -194,12 +194,12 @@ mod tests {
         let lexical = [(1, 9.0), (2, 5.0), (3, 1.0)];
         let semantic = [(3, 0.9), (4, 0.8), (1, 0.5)];
         let fused = fuse(&lexical, &semantic, 0.5);
-        assert_eq!(fused[0].0, 1, "first lexically, last semantically");
-        assert_eq!(fused[1].0, 3, "first semantically, last lexically");
-        assert!(
-            (fused[0].1 - 0.5).abs() < 1e-6,
-            "lexical 1.0 and semantic 0.0, halved"
-        );
+        let order: Vec<u64> = fused.iter().map(|f| f.0).collect();
+        // 3: lexical 1/9 and semantic 1.0; 1: lexical 1.0 and semantic 0.0; 4: semantic 0.75;
+        // 2: lexical 5/9. Each halved.
+        assert_eq!(order, [3, 1, 4, 2]);
+        assert!((fused[1].1 - 0.5).abs() < 1e-6);
+        assert!((fused[0].1 - (1.0 / 9.0 + 1.0) / 2.0).abs() < 1e-6);
         let four = fused.iter().find(|f| f.0 == 4).map(|f| f.2);
         assert_eq!(
             four,
@@ -213,5 +213,8 @@ mod tests {
         let lexical_only = fuse(&lexical, &semantic, 0.0);
         let order: Vec<u64> = lexical_only.iter().map(|f| f.0).collect();
         assert_eq!(order[..3], [1, 2, 3], "weight 0 keeps the lexical order");
+        let semantic_only = fuse(&lexical, &semantic, 1.0);
+        let order: Vec<u64> = semantic_only.iter().map(|f| f.0).collect();
+        assert_eq!(order[..3], [3, 4, 1], "weight 1 keeps the semantic order");
     }
 }
