@@ -38,7 +38,6 @@ from .speed.run import corpus_targets, machine, native_build, speed_cache
 from .speed.stats import Latency, fmt_ms, ratio
 
 SEED = 7
-INSERT_DIMS = 256
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -106,13 +105,9 @@ class Precomputed:
     """An engine that costs nothing: vectors made up front, looked up by text."""
 
     def __init__(self, texts: list[str], rows: npt.NDArray[np.float32]) -> None:
-        self.rows = dict(zip(texts, rows, strict=True))
+        unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        self.rows = dict(zip(texts, unit, strict=True))
         self.seconds = 0.0
-
-    @classmethod
-    def random(cls, texts: list[str], dims: int) -> Precomputed:
-        rows = np.random.default_rng(SEED).normal(size=(len(texts), dims)).astype(np.float32)
-        return cls(texts, rows / np.linalg.norm(rows, axis=1, keepdims=True))
 
     def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
         started = time.perf_counter()
@@ -174,9 +169,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             real = np.concatenate(
                 [static.embed(texts[i : i + 1024]) for i in range(0, len(texts), 1024)]
             )
+            sources = {
+                "static": real,
+                "random": np.random.default_rng(SEED).normal(size=real.shape).astype(np.float32),
+            }
             results["insert"] = [
-                insert_speed(native, Precomputed(texts, real), source, quantization)
-                for source in ("static", "random")
+                insert_speed(native, Precomputed(texts, rows), source, quantization)
+                for source, rows in sources.items()
                 for quantization in ("f16", "i8")
             ]
             log(f"insert: {results['insert']}")
@@ -199,8 +198,6 @@ def insert_speed(
 ) -> dict[str, Any]:
     """Stores and graph-adds the precomputed vectors of every chunk text; the engine's own
     time and the reading of chunk texts (timed alone) are subtracted."""
-    if source == "random":
-        engine = Precomputed.random(list(engine.rows), INSERT_DIMS)
     dims = len(next(iter(engine.rows.values())))
     model = f"bench-{source}-{quantization}"
     native.set_embedder(Embedder.delegate(engine, dims), model, quantization)

@@ -35,8 +35,7 @@ pub(crate) struct Semantic {
 
 impl Semantic {
     /// Opens the graph of `model` in `dir`, rebuilding it from the stored vectors (never by
-    /// embedding again) when it is missing or out of step with them. Each quantization has
-    /// its own file, so switching is a rebuild, never a misread.
+    /// embedding again) when it is missing or out of step with them.
     pub(crate) fn open(
         dir: &Path,
         store: &Store,
@@ -55,14 +54,7 @@ impl Semantic {
         }
         let quantization = options.quantization;
         let dims = embedder.dims();
-        let suffix = match quantization {
-            Quantization::F16 => String::new(),
-            other => format!(".{}", other.name()),
-        };
-        let path = dir.join(format!(
-            "vectors-{:016x}{suffix}.usearch",
-            xxhash_rust::xxh3::xxh3_64(model.as_bytes())
-        ));
+        let path = VectorIndex::path_in(dir, model, quantization);
         let stored = store.count_vectors(model)?;
         let graph = match VectorIndex::load(&path, dims, stored, quantization) {
             Some(graph) => graph,

@@ -104,9 +104,22 @@ impl VectorIndex {
         Ok(graph)
     }
 
+    /// Where the graph of `model` stored with `quantization` lives in `dir`: one file per pair,
+    /// so switching either is a rebuild, never a misread.
+    #[must_use]
+    pub fn path_in(dir: &Path, model: &str, quantization: Quantization) -> PathBuf {
+        let suffix = match quantization {
+            Quantization::F16 => String::new(),
+            other => format!(".{}", other.name()),
+        };
+        dir.join(format!(
+            "vectors-{:016x}{suffix}.usearch",
+            xxhash_rust::xxh3::xxh3_64(model.as_bytes())
+        ))
+    }
+
     /// The graph saved at `path`, if it exists, holds `dims`-dimensional vectors and `expected`
-    /// of them; `None` otherwise (the caller rebuilds it). The quantization is part of the
-    /// file name the caller picks.
+    /// of them; `None` otherwise (the caller rebuilds it).
     #[must_use]
     pub fn load(
         path: &Path,
