@@ -4,7 +4,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/coderecall/target
 PYTHON ?= python3
 CARGO ?= cargo
 
-.PHONY: install build-dev build-release test test-rust test-python test-model lint format bench-speed bench-quality bench-semantic
+.PHONY: install build-dev build-release test test-rust test-python test-model lint format bench-speed bench-quality bench-semantic bench-fresh
 
 ## install: the package in editable mode with the development tools
 install:
@@ -55,3 +55,8 @@ bench-quality:
 
 bench-semantic:
 	$(PYTHON) -m benches.semantic $(ARGS)
+
+## bench-fresh: no-op re-index, branch switch, garbage collection, edit-to-searchable under a watcher
+bench-fresh:
+	$(PYTHON) -m benches.speed.views $(ARGS)
+	$(PYTHON) -m benches.speed.watch $(ARGS)

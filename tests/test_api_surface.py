@@ -16,6 +16,8 @@ def test_exported_names() -> None:
         "Embedder",
         "EmbeddingEstimate",
         "Error",
+        "HealthReport",
+        "IndexBusyError",
         "IndexCorruptError",
         "IndexReport",
         "IndexStatus",
@@ -29,6 +31,7 @@ def test_exported_names() -> None:
         "RootRefusedError",
         "SearchHit",
         "StoreError",
+        "Watcher",
         "__version__",
         "distill_model",
         "list_models",
@@ -52,7 +55,7 @@ def test_one_exception_tree() -> None:
         for name in coderecall.__all__
         if isinstance(value := getattr(coderecall, name), type) and issubclass(value, BaseException)
     ]
-    assert len(exceptions) == 12
+    assert len(exceptions) == 13
     assert all(issubclass(exception, coderecall.Error) for exception in exceptions)
     assert issubclass(coderecall.Error, Exception)
     assert issubclass(coderecall.IndexCorruptError, coderecall.StoreError)

@@ -7,13 +7,13 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from coderecall import Config
-from coderecall._collect import Collection, collect
+from coderecall._collect import Collection, PathSorter, collect, collect_paths, scope_of
 from helpers import MakeRepo, git, write_files
 
 
@@ -302,3 +302,132 @@ def test_git_and_index_folders_are_never_collected(make_repo: MakeRepo, tmp_path
     worktree = tmp_path / "wt"
     git(root, "worktree", "add", "-q", "-b", "wt", str(worktree))
     assert set(collect(worktree, Config()).files) == {"a.py", "idx/index.db", "idx2/x.py"}
+
+
+# collect_paths: a targeted check must agree with the full walk on every path.
+
+TREE: dict[str, str | bytes] = {
+    **NESTED,
+    "src/app.py": "x\n",
+    "src/main.py": "x\n",
+    "src/notes.txt": "x\n",
+    "src/gen/out.py": "x\n",
+    "src/big.py": "x" * 300,
+    "docs/guide.md": "x\n",
+    "docs/.gitignore": "!*.log\n*.md\n!guide.md\n",
+    "docs/trace.log": "x\n",
+    "docs/old.md": "x\n",
+    ".coderecall/index.db": "x\n",
+    "idx/index.db": "x\n",
+}
+TREE_CONFIGS: dict[str, Callable[[Path], Config]] = {
+    "default": lambda root: Config(max_file_size=200, index_dir=root / "idx"),
+    "exclude": lambda root: Config(
+        exclude=("*.py", "!main.py", "gen/", "notes.txt"), max_file_size=200
+    ),
+    "include": lambda root: Config(include=("src/", "*.md", "sub/deep/"), max_file_size=200),
+    "no-gitignore": lambda root: Config(respect_gitignore=False),
+}
+
+
+def every_path(root: Path) -> list[str]:
+    """Every file, folder and link below ``root`` (links not followed), ``.git`` included."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            found.append(Path(folder, name).relative_to(root).as_posix())
+    return sorted(found)
+
+
+def restricted(collection: Collection, path: str) -> Collection:
+    """What a full walk says about ``path``: the path, what lies below it, and the folder
+    above it that the walk did not enter."""
+
+    def related(entry: str) -> bool:
+        entry = entry.rstrip("/")
+        return entry == path or entry.startswith(f"{path}/") or path.startswith(f"{entry}/")
+
+    files = {name: stat for name, stat in collection.files.items() if related(name)}
+    skipped = {
+        reason: kept
+        for reason, names in collection.skipped.items()
+        if (kept := [name for name in names if related(name)])
+    }
+    return Collection(files, skipped)
+
+
+@pytest.fixture
+def tree(make_repo: MakeRepo, tmp_path: Path) -> Path:
+    root = make_repo(TREE, commit=False)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    (root / "src" / "linked").symlink_to("gen", target_is_directory=True)
+    (root / "src" / "same.py").symlink_to("app.py")
+    (root / "outside.txt").symlink_to(outside)
+    (root / "dangling").symlink_to("nowhere")
+    os.mkfifo(root / "pipe")
+    (root / ".git" / "coderecall").mkdir()
+    (root / ".git" / "coderecall" / "index.db").write_text("x\n")
+    return root
+
+
+@pytest.mark.parametrize("name", sorted(TREE_CONFIGS))
+def test_collect_paths_agrees_with_the_walk_on_every_path(tree: Path, name: str) -> None:
+    config = TREE_CONFIGS[name](tree)
+    full = collect(tree, config)
+    paths = every_path(tree)
+    assert "sub/deep/x.py" in paths
+    assert "src/linked" in paths
+    for path in paths:
+        assert collect_paths(tree, config, [path]) == restricted(full, path), path
+    top_level = [path for path in paths if "/" not in path]
+    assert collect_paths(tree, config, top_level) == full
+    assert collect_paths(tree, config, ["."]) == full
+    assert collect_paths(tree, config, paths) == collect_paths(tree, config, reversed(paths))
+
+
+def test_collect_paths_agrees_below_a_subfolder_root(tree: Path) -> None:
+    (tree / ".git" / "info").mkdir(exist_ok=True)
+    (tree / ".git" / "info" / "exclude").write_text("/sub/anchored.txt\n")
+    root = tree / "sub"
+    full = collect(root, Config())
+    assert full.skipped["ignored"][:2] == ["anchored.txt", "build/"]
+    for path in every_path(root):
+        assert collect_paths(root, Config(), [path]) == restricted(full, path), path
+
+
+def test_collect_paths_of_deleted_paths(tree: Path) -> None:
+    shutil.rmtree(tree / "sub" / "deep")
+    (tree / "main.py").unlink()
+    gone = ["main.py", "sub/deep/keep.py", "sub/deep", "never/was/here.py"]
+    assert collect_paths(tree, Config(), gone) == Collection({}, {})
+    # Below an ignored folder, the folder is what the walk reports.
+    assert collect_paths(tree, Config(), ["build/out.js", "build/new.js"]) == Collection(
+        {}, {"ignored": ["build/"]}
+    )
+    with pytest.raises(ValueError, match="inside the root"):
+        collect_paths(tree, Config(), ["../elsewhere.py"])
+
+
+def test_path_sorter_judges_paths_by_name(tree: Path) -> None:
+    shutil.rmtree(tree / "build")
+    sorter = PathSorter(tree, Config(exclude=("gen/",)))
+    assert sorter.ignores("a.log")  # by a pattern, deleted or not
+    assert not sorter.ignores("important.log")
+    assert sorter.ignores("build/out.js")  # below an ignored folder that is gone
+    assert sorter.ignores("build/")
+    assert sorter.ignores("src/gen/")
+    assert sorter.ignores("sub/deep/x.py")
+    assert not sorter.ignores("sub/deep/keep.py")
+    assert not sorter.ignores("new/folder/module.py")
+    assert sorter.ignores(".git/HEAD")
+    assert sorter.ignores(".coderecall/index.db")
+    assert sorter.ignores("src/linked/out.py")  # never below a symlink
+    assert not sorter.ignores("")
+
+
+def test_scope_of_covers_paths_and_what_lies_below_them() -> None:
+    covered = scope_of(["src", "./docs/guide.md"])
+    assert all(map(covered, ["src", "src/a/b.py", "docs/guide.md"]))
+    assert not any(map(covered, ["srcs/a.py", "docs", "docs/other.md"]))
+    assert scope_of(["."])("anything/at/all.py")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,31 +15,33 @@ from pathlib import Path
 import pytest
 
 from coderecall import CodeIndex
-from helpers import MakeRepo, large_project
+from helpers import MakeRepo
 
-QUERIES = [
-    "function_7_42",
-    "function_1999_3",
-    "return value times",
-    "pkg/module_12.py",
-    "setup",
-]
+QUERIES = ["function_7_12", "function_79_3", "pkg/module_12.py", "setup"]
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 
 
-def results(index: CodeIndex) -> list[list[tuple[str, int, int, str, float]]]:
+def results(index: CodeIndex, iteration: int) -> list[list[tuple[str, int, int, str, float]]]:
+    """Identifier and path queries (exact lookups, so both builds must agree to the score)."""
+    queries = [*QUERIES, f"edited_{iteration}", "edited"]
     return [
         [
             (h.path, h.start_line, h.end_line, h.symbol_path, round(h.score, 4))
             for h in index.search(q, limit=10)
         ]
-        for q in QUERIES
+        for q in queries
     ]
 
 
-def start_indexer(root: Path, index_dir: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "CODERECALL_INDEX_DIR": str(index_dir)}
+def start_indexer(root: Path, index_dir: Path, model: Path) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "CODERECALL_INDEX_DIR": str(index_dir),
+        "CODERECALL_EMBEDDING_PROVIDER": "static",
+        "CODERECALL_EMBEDDING_MODEL": str(model),
+        "CODERECALL_GC_GRACE": "0",
+    }
     return subprocess.Popen(
         [sys.executable, "-m", "coderecall", "index", str(root)],
         env=env,
@@ -47,50 +50,63 @@ def start_indexer(root: Path, index_dir: Path) -> subprocess.Popen[bytes]:
     )
 
 
-@pytest.mark.slow
-def test_sigkill_at_random_moments_then_reindex_matches_fresh_build(
-    make_repo: MakeRepo, tmp_path: Path
-) -> None:
-    root = make_repo(large_project(600))
-    with CodeIndex(root, {"index_dir": tmp_path / "fresh"}) as fresh:
-        fresh.index(progress=False)
-        expected = results(fresh)
-    assert all(expected), "every query finds something in a fresh build"
+def project(modules: int) -> dict[str, str]:
+    return {
+        f"pkg/module_{m}.py": "".join(
+            f"def function_{m}_{n}(value):\n    return value * {n} + {m}\n\n" for n in range(25)
+        )
+        for m in range(modules)
+    } | {"setup.py": "from setuptools import setup\n\nsetup()\n"}
 
+
+ITERATIONS = 50
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_then_health_and_reindex_match_a_fresh_build(
+    make_repo: MakeRepo, tmp_path: Path, static_model: Path
+) -> None:
+    """Each of 50 writers (parsing, publishing, embedding, collecting garbage) is killed at a
+    random moment; every time the index must open, pass `health`, and after a re-index answer
+    exactly as a fresh build of the same files does."""
+    modules = 80
+    root = make_repo(project(modules))
+    config = {
+        "embedding": {"provider": "static", "model": str(static_model)},
+        "gc_grace": 0,
+    }
     # Time a full run once, then kill runs at random points across that span (and beyond,
-    # where the kill lands while the lexical snapshot is written or after the commit).
-    probe = start_indexer(root, tmp_path / "probe")
+    # where the kill lands while derived files are written or after the commit).
+    probe = start_indexer(root, tmp_path / "probe", static_model)
     started = time.perf_counter()
     assert probe.wait(timeout=300) == 0
     full = time.perf_counter() - started
 
-    original = {path: path.read_text() for path in (root / "pkg").iterdir()}
     rng = random.Random(20261121)
     index_dir = tmp_path / "killed"
-    kills = attempts = 0
-    # Load changes how long a run takes, so keep going until 8 runs were really killed.
-    while kills < 8 and attempts < 30:
-        attempts += 1
-        proc = start_indexer(root, index_dir)
-        time.sleep(rng.uniform(0.05, full * 1.1))
+    kills = 0
+    for iteration in range(ITERATIONS):
+        # Give every run real work: new content to parse, store, embed and publish, and old
+        # versions to collect.
+        for m in rng.sample(range(modules), 12):
+            path = root / "pkg" / f"module_{m}.py"
+            path.write_text(path.read_text() + f"\ndef edited_{iteration}_{m}():\n    pass\n")
+        proc = start_indexer(root, index_dir, static_model)
+        time.sleep(rng.uniform(0.0, full * 1.1))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait(timeout=60)
-        # Whatever state the kill left must open and answer searches.
-        with CodeIndex(root, {"index_dir": index_dir}) as survivor:
-            survivor.status()
-            for q in QUERIES:
-                survivor.search(q, limit=3)
-        # Give the next run real work: new content to parse, store and publish.
-        for m in rng.sample(range(600), 150):
-            path = root / "pkg" / f"module_{m}.py"
-            path.write_text(original[path] + f"\nEDITED_{attempts} = {m}\n")
-    assert kills == 8, f"only {kills} of {attempts} runs were still running when killed"
-
-    for path, text in original.items():
-        path.write_text(text)
-
-    with CodeIndex(root, {"index_dir": index_dir}) as recovered:
-        recovered.index(progress=False)
-        assert results(recovered) == expected
+        with CodeIndex(root, {**config, "index_dir": index_dir}) as survivor:
+            health = survivor.health()
+            assert health.ok, f"iteration {iteration}: {health.problems}"
+            report = survivor.index(progress=False)
+            assert report.embeddings_pending == 0
+            assert survivor.health().ok
+            got = results(survivor, iteration)
+        fresh_dir = tmp_path / f"fresh-{iteration}"
+        with CodeIndex(root, {"index_dir": fresh_dir, "embedding": {"provider": "none"}}) as fresh:
+            fresh.index(progress=False)
+            assert got == results(fresh, iteration), f"iteration {iteration}"
+        shutil.rmtree(fresh_dir)
+    assert kills >= ITERATIONS // 2, f"only {kills} of {ITERATIONS} runs were killed mid-run"

@@ -42,7 +42,7 @@ def test_language_helpers() -> None:
 def test_ranking_weights_can_be_read_and_changed(tmp_path: Path) -> None:
     from coderecall._native import NativeIndex
 
-    index = NativeIndex(str(tmp_path / "index"))
+    index = NativeIndex(str(tmp_path / "index"), str(tmp_path))
     weights = index.weights()
     assert weights["test"] < 1.0 < weights["exact_symbol"]
     index.set_weights({"test": 1.0, "docs": 1.0})

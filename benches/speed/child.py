@@ -89,7 +89,7 @@ def cold(spec: Spec) -> Result:
         seconds = time.perf_counter() - start
         rss = peak_rss()
         chunks = index.status().chunks
-    native = NativeIndex(spec["index_dir"])
+    native = NativeIndex(spec["index_dir"], str(Path(spec["root"]).resolve()))
     try:
         view = native.file_stats()
     finally:

@@ -10,6 +10,7 @@ from ._errors import (
     CancelledError,
     ConfigError,
     Error,
+    IndexBusyError,
     IndexCorruptError,
     ModelError,
     ProviderAuthError,
@@ -24,7 +25,8 @@ from ._hub import pull_model
 from ._index import CodeIndex
 from ._models import ModelInfo, distill_model, list_models, load_embedder, models_dir
 from ._native import Embedder, __version__
-from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit
+from ._results import EmbeddingEstimate, HealthReport, IndexReport, IndexStatus, SearchHit
+from ._watch import Watcher
 
 __all__ = [
     "CancelledError",
@@ -34,6 +36,8 @@ __all__ = [
     "Embedder",
     "EmbeddingEstimate",
     "Error",
+    "HealthReport",
+    "IndexBusyError",
     "IndexCorruptError",
     "IndexReport",
     "IndexStatus",
@@ -47,6 +51,7 @@ __all__ = [
     "RootRefusedError",
     "SearchHit",
     "StoreError",
+    "Watcher",
     "__version__",
     "distill_model",
     "list_models",

@@ -14,7 +14,9 @@ import logging
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from rich.console import Console
@@ -101,6 +103,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="update the lexical index, then report what embedding would cost; send nothing",
     )
+    index.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="fail at once if another process is writing the index (default: wait for it)",
+    )
     _common(index)
     index.set_defaults(command=_index)
 
@@ -120,6 +127,31 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--path", default=".", help="project root (default: .)")
     _common(status)
     status.set_defaults(command=_status)
+
+    watch = commands.add_parser(
+        "watch", help="keep the index current while files change, until Ctrl-C"
+    )
+    watch.add_argument("path", nargs="?", default=".", help="project root (default: .)")
+    watch.add_argument(
+        "--debounce",
+        type=_seconds,
+        metavar="SECONDS",
+        help="quiet time that ends a burst of changes (default: the watch-debounce setting)",
+    )
+    _common(watch)
+    watch.set_defaults(command=_watch)
+
+    health = commands.add_parser(
+        "health", help="check the index against its source of truth; --repair rebuilds"
+    )
+    health.add_argument("--path", default=".", help="project root (default: .)")
+    health.add_argument(
+        "--repair",
+        action="store_true",
+        help="rebuild derived files (lexical index, vector graph) from the database",
+    )
+    _common(health)
+    health.set_defaults(command=_health)
 
     model = commands.add_parser("model", help="manage local embedding models")
     models = model.add_subparsers(title="model commands", required=True, metavar="ACTION")
@@ -211,7 +243,7 @@ def _index(args: argparse.Namespace) -> int:
         if args.estimate:
             estimate = index.estimate()
         else:
-            report = index.index(force=args.force, progress=not args.json)
+            report = index.index(force=args.force, progress=not args.json, wait=not args.no_wait)
     if args.estimate:
         if args.json:
             _print_json(estimate.to_dict())
@@ -374,6 +406,78 @@ def _status(args: argparse.Namespace) -> int:
     else:
         _print_status(_stdout(), status)
     return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """One line per update on stdout (a JSON object with ``--json``) until Ctrl-C, which
+    stops the watcher (cancelling a running update) before main() exits with 130."""
+    broken = threading.Event()  # stdout's reader went away: end as main() ends that case
+
+    def show(report: IndexReport) -> None:
+        now = datetime.now().astimezone()
+        if args.json:
+            line = json.dumps(
+                {"time": now.isoformat(timespec="seconds"), **report.to_dict()},
+                ensure_ascii=False,
+            )
+        else:
+            changed = report.files_seen - report.files_unchanged
+            line = (
+                f"{now:%H:%M:%S} indexed {changed:,} file{'' if changed == 1 else 's'} "
+                f"({report.files_parsed:,} parsed, {report.files_removed:,} removed) "
+                f"in {report.seconds:.2f} s"
+            )
+        try:
+            print(line, flush=True)
+        except BrokenPipeError:
+            broken.set()
+
+    with (
+        CodeIndex(args.path, force=args.force_root) as index,
+        index.watch(debounce=args.debounce, on_update=show) as watcher,
+    ):
+        if not args.json:
+            how = "polling" if watcher.polling else "watching"
+            print(
+                f"coderecall: {how} {index.root} (debounce {watcher.debounce:g} s); Ctrl-C stops",
+                file=sys.stderr,
+                flush=True,
+            )
+        while not broken.wait(0.5):  # a timed wait lets Ctrl-C land at once
+            pass
+    raise BrokenPipeError
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
+    return value
+
+
+def _health(args: argparse.Namespace) -> int:
+    """Exit code 0 when the index is sound (or was repaired), 1 when problems remain."""
+    with CodeIndex(args.path, force=args.force_root) as index:
+        report = index.health(repair=args.repair)
+        after = index.health() if args.repair and report.problems else report
+    if args.json:
+        _print_json({**report.to_dict(), "ok_after_repair": after.ok})
+    else:
+        console = _stdout()
+        rows = [("index", str(report.index_dir))]
+        rows += [("problem", problem) for problem in report.problems]
+        rows += [("repaired", action) for action in report.repaired]
+        if report.ok:
+            rows.append(("state", "healthy"))
+        elif after.ok:
+            rows.append(("state", "healthy after repair"))
+        else:
+            rows.append(("state", "problems remain (`coderecall health --repair` rebuilds)"))
+        _print_rows(console, rows)
+    return 0 if after.ok else 1
 
 
 def _print_status(console: Console, status: IndexStatus) -> None:

@@ -25,15 +25,23 @@ which are the same strings the core uses for what it skips later ("binary", "not
 ``"unreadable"``
     a directory that cannot be listed, an entry that cannot be stat'ed, or something that is
     not a regular file (a FIFO or a device would block or never end when read).
+
+:func:`collect_paths` sorts only some given paths (what a watcher saw change) by exactly these
+rules: one :class:`_Sorter` decides every entry for both, so a targeted update can never
+disagree with a full walk.
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import re
+import stat
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pathspec
 
@@ -46,7 +54,10 @@ __all__ = [
     "SKIP_TOO_LARGE",
     "SKIP_UNREADABLE",
     "Collection",
+    "PathSorter",
     "collect",
+    "collect_paths",
+    "scope_of",
 ]
 
 SKIP_IGNORED = "ignored"
@@ -98,69 +109,308 @@ class _Rules:
 # Named groups (pathspec marks directory matches with one) may not repeat in one regex.
 _GROUP = re.compile(r"\(\?P<\w+>")
 
+_RuleStack = tuple[_Rules, ...]
+"""The rules in force in one folder, deepest first."""
+
+
+class _Entry(Protocol):
+    """What sorting needs of an entry: an ``os.DirEntry`` from a listing, or a :class:`_Lstat`
+    of a given path. Only ever asked with ``follow_symlinks=False``."""
+
+    @property
+    def name(self) -> str: ...
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool: ...
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool: ...
+
+    def is_symlink(self) -> bool: ...
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result: ...
+
+
+class _Lstat:
+    """A given path as an entry: one ``lstat`` answers everything a listing's entry would."""
+
+    __slots__ = ("_stat", "name")
+
+    def __init__(self, name: str, result: os.stat_result) -> None:
+        self.name = name
+        self._stat = result
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        return stat.S_ISDIR(self._stat.st_mode)
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        return stat.S_ISREG(self._stat.st_mode)
+
+    def is_symlink(self) -> bool:
+        return stat.S_ISLNK(self._stat.st_mode)
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return self._stat
+
+
+class PathSorter:
+    """Sorts entries under one root into collected files and skip reasons.
+
+    The full walk and the check of given paths both go through :meth:`_sort`, so they cannot
+    disagree on any entry. For given paths, the rules in force in each folder are worked out
+    from the root down once per sorter (each ignore file is read once), and kept: a sorter
+    reflects the files as they were when it first looked, so make a new one per batch.
+    """
+
+    def __init__(self, root: Path | str, config: Config) -> None:
+        self._root_dir = os.path.abspath(root)
+        self._files: dict[str, tuple[int, int]] = {}
+        self._skipped: defaultdict[str, set[str]] = defaultdict(set)
+        self._exclude = _rules(config.exclude)
+        self._include = (
+            pathspec.GitIgnoreSpec.from_lines(config.include) if config.include else None
+        )
+        self._never = _never_collected(self._root_dir, config)
+        self._max_size = config.max_file_size
+        self._respect_gitignore = config.respect_gitignore
+        self._above = _rules_above(self._root_dir) if config.respect_gitignore else ()
+        self._folders: dict[str, _RuleStack | None] = {}
+
+    def collection(self) -> Collection:
+        """What was sorted so far."""
+        return Collection(
+            self._files, {reason: sorted(paths) for reason, paths in self._skipped.items()}
+        )
+
+    def walk(self) -> None:
+        """Sorts the whole tree, as :func:`collect` does."""
+        self._walk("", self._root_dir, self._above)
+
+    def add(self, path: str) -> None:
+        """Sorts one root-relative POSIX path as the walk would: a file into the files or a
+        skip reason, a folder by walking it. A path that does not exist is left out, and so is
+        one below a folder the walk never enters (whose own reason is recorded instead, as the
+        walk records it: ``build/`` for ``build/out.js``)."""
+        path = _normal(path)
+        if not path:
+            self.walk()
+            return
+        parent, _, name = path.rpartition("/")
+        rules = self._rules_in(parent)
+        if rules is None:
+            return
+        abs_path = os.path.join(self._root_dir, path)
+        try:
+            entry = _Lstat(name, os.lstat(abs_path))
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError:
+            self._skipped[SKIP_UNREADABLE].add(path)
+            return
+        if self._sort(entry, path, rules):
+            self._walk(path, abs_path, rules)
+
+    def ignores(self, path: str) -> bool:
+        """Whether the rules leave ``path`` out whatever it holds.
+
+        Judged by the name alone (a folder ends with ``/``) so that a deleted path is judged
+        too: it is ``.git`` or one of our index folders, lies in a folder the walk never
+        enters, matches an ignore rule, or misses the ``include`` globs.
+        """
+        folder = path.endswith("/")
+        path = _normal(path)
+        if not path:
+            return False
+        parent, _, name = path.rpartition("/")
+        rules = self._rules_in(parent)
+        if rules is None:
+            return True
+        if folder:
+            return name == ".git" or self._skips_folder(path, rules) is not None
+        return name == ".git" or self._ignores_file(path, rules)
+
+    def _walk(self, rel_dir: str, abs_dir: str, rules: _RuleStack) -> None:
+        """Sorts everything in a folder the walk enters and below, iteratively (no recursion
+        limit, no symlink loops); ``rules`` are those of the folder's parent."""
+        stack = [(rel_dir, abs_dir, rules)]
+        while stack:
+            rel_dir, abs_dir, rules = stack.pop()
+            prefix = f"{rel_dir}/" if rel_dir else ""
+            try:
+                with os.scandir(abs_dir) as listing:
+                    entries = list(listing)
+            except OSError:
+                self._skipped[SKIP_UNREADABLE].add(prefix or ".")
+                continue
+            if self._respect_gitignore:
+                for entry in entries:
+                    # A symlinked .gitignore is not followed, as in git since 2.32.
+                    if entry.name == ".gitignore" and entry.is_file(follow_symlinks=False):
+                        rules = self._with_gitignore(entry.path, prefix, rules)
+                        break
+            for entry in entries:
+                path = prefix + entry.name
+                if self._sort(entry, path, rules):
+                    stack.append((path, entry.path, rules))
+
+    def _sort(self, entry: _Entry, path: str, rules: _RuleStack) -> bool:
+        """Records where one entry goes; ``True`` for a folder to enter."""
+        if entry.name == ".git":
+            return False
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                reason = self._skips_folder(path, rules)
+                if reason:
+                    self._skipped[reason].add(f"{path}/")
+                return reason is None
+            if self._ignores_file(path, rules):
+                self._skipped[SKIP_IGNORED].add(path)
+                return False
+            if entry.is_symlink():
+                self._skipped[SKIP_SYMLINK].add(path)
+                return False
+            if not entry.is_file(follow_symlinks=False):
+                self._skipped[SKIP_UNREADABLE].add(path)
+                return False
+            result = entry.stat(follow_symlinks=False)
+        except OSError:
+            self._skipped[SKIP_UNREADABLE].add(path)
+            return False
+        if result.st_size > self._max_size:
+            self._skipped[SKIP_TOO_LARGE].add(path)
+        else:
+            self._files[path] = (result.st_mtime_ns, result.st_size)
+        return False
+
+    def _skips_folder(self, path: str, rules: _RuleStack) -> str | None:
+        """Why the walk does not enter a folder: ``""`` when it passes over it silently (our
+        index folders), ``"ignored"``, or ``None`` when it enters."""
+        if path in self._never:
+            return ""
+        if _ignored(f"{path}/", rules, self._exclude):
+            return SKIP_IGNORED
+        return None
+
+    def _ignores_file(self, path: str, rules: _RuleStack) -> bool:
+        return _ignored(path, rules, self._exclude) or (
+            self._include is not None and not self._include.match_file(path)
+        )
+
+    def _with_gitignore(self, path: str, prefix: str, rules: _RuleStack) -> _RuleStack:
+        """``rules`` plus a folder's own ``.gitignore`` at ``path``, which takes precedence."""
+        try:
+            own = _read_rules(path, strip=len(prefix))
+        except OSError:
+            self._skipped[SKIP_UNREADABLE].add(f"{prefix}.gitignore")
+            return rules
+        return rules if own is None else (own, *rules)
+
+    def _rules_in(self, rel_dir: str) -> _RuleStack | None:
+        """The rules in force inside a folder, or ``None`` when the walk never enters it.
+
+        Worked out from the deepest folder already known down, iteratively, since paths can
+        be deep. A folder that no longer exists is judged as an empty one would be (recording
+        nothing), so that paths below a deleted folder are still judged by the rules.
+        """
+        if rel_dir in self._folders:
+            return self._folders[rel_dir]
+        chain = [rel_dir]
+        while chain[-1] and chain[-1].rpartition("/")[0] not in self._folders:
+            chain.append(chain[-1].rpartition("/")[0])
+        rules: _RuleStack | None = None
+        for folder in reversed(chain):
+            if folder:
+                outer = self._folders[folder.rpartition("/")[0]]
+                rules = None if outer is None else self._enter(folder, outer)
+            else:
+                rules = self._enter_root()
+            self._folders[folder] = rules
+        return rules
+
+    def _enter_root(self) -> _RuleStack | None:
+        return self._listed("", self._root_dir, self._above)
+
+    def _enter(self, rel_dir: str, outer: _RuleStack) -> _RuleStack | None:
+        """The rules inside folder ``rel_dir`` of a folder entered with ``outer`` in force."""
+        abs_dir = os.path.join(self._root_dir, rel_dir)
+        if rel_dir.rpartition("/")[2] == ".git":
+            return None
+        try:
+            mode = os.lstat(abs_dir).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return outer if self._skips_folder(rel_dir, outer) is None else None
+        except OSError:
+            mode = stat.S_IFDIR  # the walk would list it and fail: unreadable, unless skipped
+        if not stat.S_ISDIR(mode):
+            return None  # no path can lie below a file; a symlink is never followed
+        reason = self._skips_folder(rel_dir, outer)
+        if reason is not None:
+            if reason:
+                self._skipped[reason].add(f"{rel_dir}/")
+            return None
+        return self._listed(f"{rel_dir}/", abs_dir, outer)
+
+    def _listed(self, prefix: str, abs_dir: str, rules: _RuleStack) -> _RuleStack | None:
+        """What the walk does on entering a folder: list it (here only checking that it can
+        be), then add its ``.gitignore``."""
+        try:
+            os.scandir(abs_dir).close()
+        except FileNotFoundError:
+            return rules
+        except OSError:
+            self._skipped[SKIP_UNREADABLE].add(prefix or ".")
+            return None
+        if not self._respect_gitignore:
+            return rules
+        path = os.path.join(abs_dir, ".gitignore")
+        try:
+            is_file = stat.S_ISREG(os.lstat(path).st_mode)
+        except OSError:
+            return rules
+        return self._with_gitignore(path, prefix, rules) if is_file else rules
+
 
 def collect(root: Path, config: Config) -> Collection:
-    """Walk ``root`` iteratively (no recursion limit, no symlink loops) and sort what it finds."""
-    root_dir = os.path.abspath(root)
-    files: dict[str, tuple[int, int]] = {}
-    skipped: defaultdict[str, list[str]] = defaultdict(list)
-    exclude = _rules(config.exclude)
-    include = pathspec.GitIgnoreSpec.from_lines(config.include) if config.include else None
-    never = _never_collected(root_dir, config)
-    max_size = config.max_file_size
-
-    # (relative dir, absolute dir, rules in force there, deepest first)
-    stack = [("", root_dir, _rules_above(root_dir) if config.respect_gitignore else ())]
-    while stack:
-        rel_dir, abs_dir, rules = stack.pop()
-        prefix = f"{rel_dir}/" if rel_dir else ""
-        try:
-            with os.scandir(abs_dir) as listing:
-                entries = list(listing)
-        except OSError:
-            skipped[SKIP_UNREADABLE].append(prefix or ".")
-            continue
-        if config.respect_gitignore:
-            rules = _with_gitignore(entries, prefix, rules, skipped)
-
-        for entry in entries:
-            name = entry.name
-            if name == ".git":
-                continue
-            path = prefix + name
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if path in never:
-                        continue
-                    if _ignored(f"{path}/", rules, exclude):
-                        skipped[SKIP_IGNORED].append(f"{path}/")
-                    else:
-                        stack.append((path, entry.path, rules))
-                    continue
-                if _ignored(path, rules, exclude) or (
-                    include is not None and not include.match_file(path)
-                ):
-                    skipped[SKIP_IGNORED].append(path)
-                    continue
-                if entry.is_symlink():
-                    skipped[SKIP_SYMLINK].append(path)
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    skipped[SKIP_UNREADABLE].append(path)
-                    continue
-                stat = entry.stat(follow_symlinks=False)
-            except OSError:
-                skipped[SKIP_UNREADABLE].append(path)
-                continue
-            if stat.st_size > max_size:
-                skipped[SKIP_TOO_LARGE].append(path)
-            else:
-                files[path] = (stat.st_mtime_ns, stat.st_size)
-
-    return Collection(files, {reason: sorted(paths) for reason, paths in skipped.items()})
+    """Walk ``root`` and sort what it finds."""
+    sorter = PathSorter(root, config)
+    sorter.walk()
+    return sorter.collection()
 
 
-def _ignored(path: str, rules: tuple[_Rules, ...], exclude: _Rules | None = None) -> bool:
+def collect_paths(root: Path, config: Config, paths: Iterable[str]) -> Collection:
+    """Sort only ``paths`` (root-relative POSIX; a folder stands for everything below it) by
+    the rules of :func:`collect`, without walking the rest of the tree.
+
+    A path that does not exist is absent from both ``files`` and ``skipped``. Raises
+    ``ValueError`` for a path outside the root.
+    """
+    sorter = PathSorter(root, config)
+    for path in paths:
+        sorter.add(path)
+    return sorter.collection()
+
+
+def scope_of(paths: Iterable[str]) -> Callable[[str], bool]:
+    """A test of whether a root-relative path is one of ``paths`` or lies below one of them:
+    the paths that :func:`collect_paths` of ``paths`` gives the whole truth about. It runs
+    over a whole index's paths, so it is a set lookup and one C-level prefix test."""
+    given = frozenset(_normal(path) for path in paths)
+    if "" in given:
+        return lambda path: True
+    folders = tuple(f"{path}/" for path in given)
+    return lambda path: path in given or path.startswith(folders)
+
+
+def _normal(path: str) -> str:
+    """A root-relative POSIX path without ``.``, ``..`` or a trailing ``/``; ``""`` is the
+    root. Raises ``ValueError`` for a path that is absolute or leaves the root."""
+    normal = posixpath.normpath(path) if path else "."
+    if normal == ".":
+        return ""
+    if normal.startswith(("/", "../")) or normal == "..":
+        raise ValueError(f"{path!r} is not a relative path inside the root")
+    return normal
+
+
+def _ignored(path: str, rules: _RuleStack, exclude: _Rules | None = None) -> bool:
     """Whether ``path`` is left out; an exclude glob wins over any gitignore negation."""
     if exclude is not None and exclude.decide(path):
         return True
@@ -198,25 +448,6 @@ def _is_valid_pattern(line: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _with_gitignore(
-    entries: list[os.DirEntry[str]],
-    prefix: str,
-    rules: tuple[_Rules, ...],
-    skipped: defaultdict[str, list[str]],
-) -> tuple[_Rules, ...]:
-    """``rules`` plus the folder's own ``.gitignore``, which takes precedence."""
-    for entry in entries:
-        # A symlinked .gitignore is not followed, as in git since 2.32.
-        if entry.name == ".gitignore" and entry.is_file(follow_symlinks=False):
-            try:
-                own = _read_rules(entry.path, strip=len(prefix))
-            except OSError:
-                skipped[SKIP_UNREADABLE].append(prefix + entry.name)
-                return rules
-            return rules if own is None else (own, *rules)
-    return rules
 
 
 def _rules_above(root_dir: str) -> tuple[_Rules, ...]:

@@ -24,6 +24,10 @@ key                    type         default    meaning
                                                ``.git/info/exclude``
 ``limit``              int >= 1     ``10``     default number of search results
 ``per-file``           int >= 1     ``4``      at most this many results from one file
+``gc-grace``           duration     ``7d``     file versions, chunks and vectors no view has
+                                               used for this long are deleted
+``watch-debounce``     duration     ``300ms``  quiet time a watcher waits for before it
+                                               indexes a burst of changes
 =====================  ===========  =========  ===============================================
 
 The ``[embedding]`` table (``[tool.coderecall.embedding]`` in ``pyproject.toml``; in the
@@ -57,6 +61,9 @@ key                   type        default   meaning
 ``auto`` uses the configured local ``model``, else a model already in the user's model cache
 (static before transformer), else runs lexical-only and says which command enables semantic
 search. Code is sent to a remote API only when one is named here.
+
+A duration is a number of seconds or a string with a unit: ``ms``, ``s``, ``m``, ``h`` or
+``d`` (``"300ms"``, ``"12h"``, ``"7d"``).
 
 A size is a number of bytes or a string with a unit: ``KB``/``MB``/``GB`` are powers of
 1000, ``KiB``/``MiB``/``GiB`` and the git-style ``k``/``m``/``g`` are powers of 1024
@@ -118,6 +125,8 @@ class Config:
     respect_gitignore: bool = True
     limit: int = 10
     per_file: int = 4
+    gc_grace: float = 7 * 24 * 3600.0
+    watch_debounce: float = 0.3
     embedding_provider: str = "auto"
     embedding_model: str | None = None
     embedding_base_url: str | None = None
@@ -315,6 +324,23 @@ def _to_size(value: object, source: _Source) -> int:
     return size
 
 
+_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?\s*", re.IGNORECASE)
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION_EXPECTED = 'a duration in seconds, such as 0.3, "300ms", "12h" or "7d"'
+
+
+def _to_duration(value: object, source: _Source) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and (match := _DURATION.fullmatch(value)):
+        seconds = float(match[1]) * _DURATION_UNITS[(match[2] or "s").lower()]
+    else:
+        raise _InvalidValueError(_DURATION_EXPECTED)
+    if not 0 <= seconds < float("inf"):
+        raise _InvalidValueError(_DURATION_EXPECTED)
+    return seconds
+
+
 def _to_index_dir(value: object, source: _Source) -> Path | None:
     if value is None:
         return None
@@ -415,6 +441,8 @@ _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "respect_gitignore": _to_bool,
     "limit": _to_count,
     "per_file": _to_count,
+    "gc_grace": _to_duration,
+    "watch_debounce": _to_duration,
     "embedding_provider": _one_of(PROVIDER_NAMES),
     "embedding_model": _to_optional_text,
     "embedding_base_url": _to_optional_text,

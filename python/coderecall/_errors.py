@@ -9,6 +9,7 @@ matches, a class also derives from the standard exception a caller would expect:
     ├── ConfigError             also ValueError: a bad setting, naming the key and its source
     ├── QueryError              also ValueError: an empty query or a bad search argument
     ├── RootRefusedError        the folder does not look like a project (pass force=True)
+    ├── IndexBusyError          another process holds the index's write lease (``holder``)
     ├── StoreError              the index database or its derived files failed
     │   └── IndexCorruptError   an index file failed its integrity check; re-index to repair
     ├── ModelError              an embedding model folder is missing, incomplete or unusable
@@ -35,6 +36,7 @@ __all__ = [
     "CancelledError",
     "ConfigError",
     "Error",
+    "IndexBusyError",
     "IndexCorruptError",
     "ModelError",
     "ProviderAuthError",
@@ -75,6 +77,18 @@ class RootRefusedError(Error):
     def __init__(self, message: str, *, root: Path):
         super().__init__(message)
         self.root = root
+
+
+class IndexBusyError(Error):
+    """Another process is writing the index and the caller chose not to wait (or not longer).
+
+    ``holder`` describes it (process id, host, what it does, since when) as it recorded itself.
+    The lease dies with its holder, so this never outlives a crashed writer.
+    """
+
+    def __init__(self, message: str, *, holder: str):
+        super().__init__(message)
+        self.holder = holder
 
 
 class ProviderError(Error):

@@ -27,7 +27,6 @@ import os
 import re
 import shlex
 import shutil
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from urllib.parse import quote
 import httpx
 
 from ._errors import ModelError
+from ._lease import try_lock
 from ._models import ModelInfo, describe, models_dir
 from ._native import __version__
 
@@ -173,7 +173,7 @@ def _exclusive(destination: Path, model_id: str) -> Iterator[None]:
     while True:
         handle = open(lock, "a+b")  # noqa: SIM115 (held across the yield)
         try:
-            _lock_file(handle.fileno())
+            try_lock(handle.fileno())
         except OSError:
             handle.close()
             raise ModelError(
@@ -195,18 +195,6 @@ def _exclusive(destination: Path, model_id: str) -> Iterator[None]:
         for folder in (partial, destination.parent) if new_cache else (partial,):
             with contextlib.suppress(OSError):  # not empty: kept for a resume, or in use
                 folder.rmdir()
-
-
-def _lock_file(fd: int) -> None:
-    """A non-blocking exclusive lock on ``fd``; OSError when another process holds it."""
-    if sys.platform == "win32":
-        import msvcrt
-
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-    else:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 class _Pull:

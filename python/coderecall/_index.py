@@ -14,24 +14,26 @@ import os
 import posixpath
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, TypedDict, TypeVar
 
-from ._collect import collect
+from ._collect import collect, collect_paths, scope_of
 from ._config import Config, load_config
 from ._embedding import EmbeddingChoice, select_embedding
 from ._errors import ProviderError, QueryError, StoreError
+from ._lease import WriteLease
 from ._native import NativeIndex
 from ._paths import LOCAL_INDEX_DIR, check_root, find_index_dir
 from ._progress import ProgressCallback, progress_reporter
-from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit
+from ._results import EmbeddingEstimate, HealthReport, IndexReport, IndexStatus, SearchHit
 
 if TYPE_CHECKING:
     from ._native import HitDict, UpdateStats  # TypedDicts that exist only in the stub
+    from ._watch import Watcher
 
 __all__ = ["CodeIndex"]
 
@@ -150,6 +152,8 @@ class CodeIndex:
         progress: bool | ProgressCallback | None = None,
         *,
         embed: bool = True,
+        wait: bool | float = True,
+        paths: Iterable[str] | None = None,
     ) -> IndexReport:
         """Bring the index up to date with the files under the root.
 
@@ -160,11 +164,38 @@ class CodeIndex:
 
         Then, with ``embed`` and an embedding engine (see ``embedding.provider``), the chunk
         contents that have no vector yet are embedded; contents seen before, in any file,
-        branch or earlier run, are not embedded again.
+        branch or earlier run, are not embedded again. Last, what no worktree has used for
+        ``gc-grace`` is deleted.
+
+        One process writes an index at a time (searches never wait). When another one is
+        writing, ``wait`` decides: ``True`` waits (logging once whom for), ``False`` raises
+        :class:`~coderecall.IndexBusyError` at once, a number waits at most that many seconds.
+
+        ``paths`` (relative to the root, or absolute inside it; a folder stands for everything
+        below it) limits the update to those paths, by the same rules, without walking the
+        rest of the tree: what a watcher does after a few files changed. A given path that no
+        longer exists (or is now ignored) leaves the index.
         """
         started = time.perf_counter()
+        relative = None if paths is None else [self._relative(path) for path in paths]
         native = self._open(rebuild_broken=force)
-        collection = collect(self._root, self._config)
+        with WriteLease(self._index_dir).hold(wait):
+            return self._index_leased(native, started, force, progress, embed, relative)
+
+    def _index_leased(
+        self,
+        native: NativeIndex,
+        started: float,
+        force: bool,
+        progress: bool | ProgressCallback | None,
+        embed: bool,
+        paths: list[str] | None = None,
+    ) -> IndexReport:
+        if paths is None:
+            collection, covered = collect(self._root, self._config), None
+        else:
+            collection = collect_paths(self._root, self._config, paths)
+            covered = scope_of(paths)
         view = native.file_stats()
         changed: list[tuple[str, int, int]] = []
         skipped = {reason: list(paths) for reason, paths in collection.skipped.items()}
@@ -175,7 +206,11 @@ class CodeIndex:
             elif known[2] is not None:
                 # Skipped for its content last time and unchanged since: not read again.
                 skipped.setdefault(known[2], []).append(path)
-        removed = [path for path in view if path not in collection.files]
+        removed = [
+            path
+            for path in view
+            if path not in collection.files and (covered is None or covered(path))
+        ]
         stats = self._update(native, changed, removed, progress)
         embedding = self._embed(native, progress) if embed else _Embedded()
         for path, reason in stats["skipped"]:
@@ -208,10 +243,42 @@ class CodeIndex:
             if native.get_meta(_NOTICE_META) != notice:
                 _log.warning("%s", notice)
                 native.set_meta(_NOTICE_META, notice)
-        native.set_meta("last_report", json.dumps(report.to_dict()))
-        native.set_meta("last_indexed", datetime.now(timezone.utc).isoformat())
+        native.set_meta(self._meta_key("last_report"), json.dumps(report.to_dict()))
+        native.set_meta(self._meta_key("last_indexed"), datetime.now(timezone.utc).isoformat())
+        collected = native.collect_garbage(self._config.gc_grace)
+        if any(collected.values()):
+            _log.info("collected unused index data: %s", collected)
         self._built = True
         return report
+
+    def _meta_key(self, name: str) -> str:
+        """Worktrees share the index: what belongs to one root is stored under its name."""
+        return f"{name}:{self._root}"
+
+    def health(self, repair: bool = False, *, wait: bool | float = True) -> HealthReport:
+        """Check the index: SQLite's own integrity, and the files derived from it (this
+        root's lexical index, the vector graph of the recorded embedding model, temporary
+        files of interrupted writes) against it.
+
+        With ``repair``, derived files are rebuilt from SQLite (no embedding provider is
+        called) under the write lease (``wait`` as in :meth:`index`). Damage to SQLite
+        itself is reported, never repaired here: ``index(force=True)`` sets such an index
+        aside and rebuilds it.
+        """
+        native = self._open()
+        recorded = _recorded_embedding(native)
+        model, dims = recorded.get("model_id"), recorded.get("dims")
+        vectors = (
+            (model, dims, self._config.embedding_quantization)
+            if isinstance(model, str) and isinstance(dims, int)
+            else None
+        )
+        if repair:
+            with WriteLease(self._index_dir, "repairing").hold(wait):
+                found = native.health(True, vectors)
+        else:
+            found = native.health(False, vectors)
+        return HealthReport(self._index_dir, tuple(found["problems"]), tuple(found["repaired"]))
 
     def _update(
         self,
@@ -490,8 +557,8 @@ class CodeIndex:
                 last_report=None,
             )
         counts = native.status()
-        last_indexed = native.get_meta("last_indexed")
-        last_report = native.get_meta("last_report")
+        last_indexed = native.get_meta(self._meta_key("last_indexed"))
+        last_report = native.get_meta(self._meta_key("last_report"))
         return IndexStatus(
             root=self._root,
             index_dir=self._index_dir,
@@ -514,7 +581,7 @@ class CodeIndex:
                 if not self._index_dir.is_dir():
                     self._create_index_dir()
                 try:
-                    self._native = NativeIndex(str(self._index_dir))
+                    self._native = NativeIndex(str(self._index_dir), str(self._root))
                 except StoreError as exc:
                     if not rebuild_broken:
                         raise StoreError(
@@ -522,7 +589,7 @@ class CodeIndex:
                             "`coderecall index --force` sets it aside and rebuilds)"
                         ) from exc
                     self._set_aside_broken_index()
-                    self._native = NativeIndex(str(self._index_dir))
+                    self._native = NativeIndex(str(self._index_dir), str(self._root))
             return self._native
 
     def _set_aside_broken_index(self) -> None:
@@ -544,6 +611,33 @@ class CodeIndex:
         if self._index_dir == self._root / LOCAL_INDEX_DIR:
             # Keeps the index out of `git status` should the folder become a repository.
             (self._index_dir / ".gitignore").write_text("*\n", encoding="utf-8")
+
+    def watch(
+        self,
+        *,
+        debounce: float | None = None,
+        on_update: Callable[[IndexReport], object] | None = None,
+        on_error: Callable[[BaseException], object] | None = None,
+    ) -> Watcher:
+        """Keep the index current while files change, from a background thread.
+
+        Indexes once, then once per burst of changes after ``debounce`` seconds of quiet
+        (default: the ``watch-debounce`` setting): only the changed files, or everything
+        when the checkout switches branch or the ignore rules change. ``on_update`` gets
+        each update's report; ``on_error`` each failure (logged too; watching goes on).
+        Returns the running :class:`~coderecall._watch.Watcher`: call its ``stop()``, or
+        use it as a context manager.
+        """
+        from ._watch import Watcher  # watchdog is loaded only by those who watch
+
+        return Watcher(self, debounce=debounce, on_update=on_update, on_error=on_error).start()
+
+    def _cancel(self) -> None:
+        """Ask an update running in another thread to stop (a watcher stopping); it raises
+        ``CancelledError`` there and publishes nothing."""
+        native = self._native
+        if native is not None:
+            native.cancel()
 
 
 def _as_list(value: str | Sequence[str] | None) -> list[str]:

@@ -128,6 +128,16 @@ class HitDict(TypedDict):
     content: str | None
     channels: list[str]
 
+class GcDict(TypedDict):
+    views: int
+    file_versions: int
+    chunks: int
+    vectors: int
+
+class HealthDict(TypedDict):
+    problems: list[str]
+    repaired: list[str]
+
 class StatusDict(TypedDict):
     schema_version: int
     generation: int
@@ -159,7 +169,9 @@ class NativeIndex:
     Thread-safe: searches run concurrently; updates are serialised.
     """
 
-    def __new__(cls, index_dir: str) -> Self: ...
+    def __new__(cls, index_dir: str, view: str) -> Self:
+        """Open (creating if needed) the index in ``index_dir`` and its view ``view`` (by
+        convention the absolute root: worktrees share the store, each has its own view)."""
     def close(self) -> None:
         """Release the database handles once running calls finish; later calls raise
         ``StoreError``."""
@@ -244,5 +256,15 @@ class NativeIndex:
         """Change ranking factors for this handle, all or nothing; benchmarks use it for
         ablations (a multiplicative factor of 1.0 turns its rule off). Unknown names and
         negative or non-finite values raise ``ValueError``."""
+    def collect_garbage(self, grace_seconds: float) -> GcDict:
+        """Delete what no view has referenced for ``grace_seconds``: views of roots that no
+        longer exist, orphaned file versions with their chunks and symbols, vectors of
+        contents no chunk has. Returns how many of each went."""
+    def health(
+        self, repair: bool = False, vectors: tuple[str, int, str] | None = None
+    ) -> HealthDict:
+        """Check SQLite and the derived files (this view's lexical snapshot; the graph of
+        ``vectors`` = (model, dims, quantization)); with ``repair``, rebuild those from
+        SQLite without embedding anything."""
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, key: str, value: str) -> None: ...

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EmbeddingEstimate", "IndexReport", "IndexStatus", "SearchHit"]
+__all__ = ["EmbeddingEstimate", "HealthReport", "IndexReport", "IndexStatus", "SearchHit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,4 +150,28 @@ class IndexStatus:
             "lexical_bytes": self.lexical_bytes,
             "last_indexed": self.last_indexed.isoformat() if self.last_indexed else None,
             "last_report": self.last_report.to_dict() if self.last_report else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HealthReport:
+    """What :meth:`CodeIndex.health` found: the store checked against its derived files."""
+
+    index_dir: Path
+    problems: tuple[str, ...]
+    """Each problem found, in words; empty when the index is sound."""
+    repaired: tuple[str, ...]
+    """What a repair did (rebuilt derived files from the store, removed leftovers)."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether no problem was found (a repair may have fixed the ones that were)."""
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index_dir": str(self.index_dir),
+            "ok": self.ok,
+            "problems": list(self.problems),
+            "repaired": list(self.repaired),
         }

@@ -25,12 +25,27 @@ use crate::rank::{
     Candidate, PathClass, Query, QueryClass, Weights, classify_path, diversify, fingerprints,
     is_test_scope, score,
 };
-use crate::store::{Changes, DEFAULT_VIEW, FileVersion, SkippedFile, Store, ViewEntry, ViewUpdate};
+use crate::store::{Changes, FileVersion, GcStats, SkippedFile, Store, ViewEntry, ViewUpdate};
 
 pub const DB_FILE: &str = "index.db";
-pub const LEXICAL_FILE: &str = "lexical.bin";
+
+/// The lexical snapshot of a view: each view has its own documents.
+#[must_use]
+pub fn lexical_file(view: i64) -> String {
+    format!("lexical-{view}.bin")
+}
+
+/// The single snapshot of indexes from before views were named; removed on open.
+const LEGACY_LEXICAL_FILE: &str = "lexical.bin";
 /// Bytes inspected for NUL when deciding whether a file is binary (the same rule as git).
 const BINARY_SNIFF_BYTES: usize = 8000;
+/// Meta key bumped whenever the stored vectors change and the graph file was saved after.
+#[cfg(feature = "embed")]
+const VECTORS_META: &str = "vectors";
+/// The lexical snapshot is rewritten once this share (1/n) of the paths changed, or at least
+/// this many (see `Lexical::snapshot_due`), and when the engine is dropped.
+const SNAPSHOT_SHARE: usize = 16;
+const SNAPSHOT_MIN_PATHS: usize = 64;
 /// Candidates taken from BM25F before the ranking layer re-scores them.
 const MIN_CANDIDATES: usize = 200;
 
@@ -228,6 +243,8 @@ struct Lexical {
     docs: IntMap<u64, DocMeta>,
     /// Lower-cased definition name -> documents defining it, for identifier queries.
     names: HashMap<String, Vec<u64>>,
+    /// Paths rebuilt since the snapshot on disk was written.
+    unsaved: usize,
 }
 
 impl Lexical {
@@ -283,7 +300,24 @@ impl Lexical {
             paths: IntMap::default(),
             docs: IntMap::default(),
             names: HashMap::new(),
+            unsaved: 0,
         }
+    }
+
+    /// Whether the snapshot on disk lags enough to be rewritten. Writing it costs time in
+    /// proportion to the whole index; a lagging one costs its next reader a rebuild of the
+    /// changed paths only. So a save waits until a sixteenth of the paths changed: one saved
+    /// file in a large tree (what a watcher mostly sees) never rewrites the snapshot.
+    fn snapshot_due(&self) -> bool {
+        self.unsaved >= (self.paths.len() / SNAPSHOT_SHARE).max(SNAPSHOT_MIN_PATHS)
+    }
+
+    /// Writes the snapshot stamped with the generation.
+    fn save(&mut self, path: &Path) -> std::result::Result<(), crate::bm25::Bm25Error> {
+        let meta = self.encode_meta();
+        self.bm25.save(path, &meta)?;
+        self.unsaved = 0;
+        Ok(())
     }
 
     fn remove_path(&mut self, path_id: u32) {
@@ -399,6 +433,7 @@ impl Lexical {
             paths,
             docs,
             names,
+            unsaved: 0,
         })
     }
 }
@@ -436,9 +471,10 @@ fn path_docs(path: &str, language: Language, chunks: &[Chunk]) -> PathDocs {
         .collect()
 }
 
-/// One index directory, shared by every thread of a process.
+/// One view (a root) of an index directory, shared by every thread of a process.
 pub struct Engine {
     dir: PathBuf,
+    view: i64,
     writer: Mutex<Store>,
     reader: Mutex<Store>,
     lexical: RwLock<Lexical>,
@@ -452,20 +488,25 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Opens or creates the index in `dir`, loading the lexical snapshot and reconciling it
-    /// with the store.
-    pub fn open(dir: &Path) -> Result<Engine> {
+    /// Opens or creates the index in `dir` and its view `view` (by convention the absolute
+    /// root it indexes: every worktree of a repository shares the store and has its own
+    /// view), loading the view's lexical snapshot and reconciling it with the store.
+    pub fn open(dir: &Path, view: &str) -> Result<Engine> {
         fs::create_dir_all(dir)
             .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
         let db = dir.join(DB_FILE);
-        let writer = Store::open(&db)?;
+        let mut writer = Store::open(&db)?;
         let reader = Store::open(&db)?;
-        let lexical = match Bm25Index::load(&dir.join(LEXICAL_FILE)) {
+        let view = writer.open_view(view)?;
+        // Best effort: only disk space is at stake.
+        let _ = fs::remove_file(dir.join(LEGACY_LEXICAL_FILE));
+        let lexical = match Bm25Index::load(&dir.join(lexical_file(view))) {
             Ok((bm25, meta)) => Lexical::decode(bm25, &meta).unwrap_or_else(Lexical::empty),
             Err(_) => Lexical::empty(),
         };
         let engine = Engine {
             dir: dir.to_owned(),
+            view,
             writer: Mutex::new(writer),
             reader: Mutex::new(reader),
             lexical: RwLock::new(lexical),
@@ -530,8 +571,8 @@ impl Engine {
     /// indexed files have no reason; remembered skips have theirs.
     pub fn file_stats(&self) -> Result<Vec<FileStat>> {
         let reader = Self::lock(&self.reader);
-        let view = reader.view(DEFAULT_VIEW)?;
-        let skipped = reader.skipped(DEFAULT_VIEW)?;
+        let view = reader.view(self.view)?;
+        let skipped = reader.skipped(self.view)?;
         Ok(view
             .into_iter()
             .map(|e| (e.path, e.mtime_ns, e.size, None))
@@ -602,7 +643,7 @@ impl Engine {
         if files.is_empty() && removed.is_empty() {
             // Nothing changed on disk: publishing would only churn the generation and the
             // snapshot, and make every reader reconcile for nothing.
-            stats.generation = Self::lock(&self.reader).generation()?;
+            stats.generation = Self::lock(&self.reader).generation(self.view)?;
             return Ok(stats);
         }
         // Read and hash in parallel; parse only what the store has never seen.
@@ -715,7 +756,7 @@ impl Engine {
             let publish = scope.spawn(|| -> Result<(u64, u64)> {
                 let mut writer = Self::lock(&self.writer);
                 let in_view: HashSet<String> = writer
-                    .view(DEFAULT_VIEW)?
+                    .view(self.view)?
                     .into_iter()
                     .map(|e| e.path)
                     .collect();
@@ -730,7 +771,7 @@ impl Engine {
                     removed: &to_remove,
                     skipped: &remembered,
                 };
-                let generation = writer.publish(DEFAULT_VIEW, &changes, || self.check_cancel())?;
+                let generation = writer.publish(self.view, &changes, || self.check_cancel())?;
                 Ok((generation, removed))
             });
             let prepared: Prepared = upserts
@@ -756,7 +797,7 @@ impl Engine {
 
     /// Brings the lexical index up to the published generation if it lags.
     pub fn refresh(&self) -> Result<()> {
-        let generation = Self::lock(&self.reader).generation()?;
+        let generation = Self::lock(&self.reader).generation(self.view)?;
         let current = self
             .lexical
             .read()
@@ -775,7 +816,7 @@ impl Engine {
     fn reconcile(&self, mut prepared: Prepared) -> Result<()> {
         let (generation, view) = {
             let reader = Self::lock(&self.reader);
-            reader.snapshot(DEFAULT_VIEW)?
+            reader.snapshot(self.view)?
         };
         let mut lexical = self
             .lexical
@@ -795,6 +836,7 @@ impl Engine {
             })
             .map(|(id, _)| *id)
             .collect();
+        let mut changed = stale.len();
         for id in stale {
             lexical.remove_path(id);
         }
@@ -820,6 +862,7 @@ impl Engine {
                 .par_iter()
                 .map(|(entry, chunks)| (*entry, path_docs(&entry.path, entry.language, chunks))),
         );
+        changed += analyzed.len();
         let bulk = analyzed.len() > lexical.paths.len();
         for (entry, docs) in analyzed {
             lexical.insert_path(entry, docs);
@@ -830,10 +873,13 @@ impl Engine {
             lexical.bm25.compact();
         }
         lexical.generation = generation;
-        let meta = lexical.encode_meta();
-        // The snapshot is an optimisation: failing to write it (read-only media, disk full)
-        // costs a rebuild on the next open, never correctness.
-        let _ = lexical.bm25.save(&self.dir.join(LEXICAL_FILE), &meta);
+        lexical.unsaved += changed;
+        let path = self.dir.join(lexical_file(self.view));
+        if lexical.snapshot_due() || (changed > 0 && !path.exists()) {
+            // The snapshot is an optimisation: failing to write it (read-only media, disk
+            // full) costs a rebuild on the next open, never correctness.
+            let _ = lexical.save(&path);
+        }
         Ok(())
     }
 
@@ -987,7 +1033,8 @@ impl Engine {
         self.sync_semantic()
     }
 
-    /// Points the semantic channel's content map at the current view, when it changed.
+    /// Points the semantic channel's content map at the current view, and its graph at the
+    /// stored vectors, when either changed (here or in another process).
     #[cfg(feature = "embed")]
     fn sync_semantic(&self) -> Result<()> {
         let generation = self
@@ -995,10 +1042,20 @@ impl Engine {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .generation;
-        // Every search passes here: only a changed view takes the write lock.
+        if self
+            .semantic
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_none()
+        {
+            return Ok(());
+        }
+        let vectors = Self::lock(&self.reader).get_meta(VECTORS_META)?;
+        // Every search passes here: only a change takes the write lock.
         let current = |slot: &Option<crate::semantic::Semantic>| {
-            slot.as_ref()
-                .is_none_or(|s| s.generation == Some(generation))
+            slot.as_ref().is_none_or(|s| {
+                s.generation == Some(generation) && s.vectors_seen.as_ref() == Some(&vectors)
+            })
         };
         if current(
             &self
@@ -1018,15 +1075,24 @@ impl Engine {
         let Some(semantic) = slot.as_mut() else {
             return Ok(());
         };
-        let mut by_content: IntMap<i64, Vec<u64>> = IntMap::default();
-        for (path_id, ordinal, hash) in Self::lock(&self.reader).view_chunk_hashes(DEFAULT_VIEW)? {
-            by_content
-                .entry(hash)
-                .or_default()
-                .push(doc_key(path_id, ordinal));
+        let reader = Self::lock(&self.reader);
+        if semantic.vectors_seen.as_ref() != Some(&vectors) {
+            // Another process embedded or collected: take its saved graph when it matches
+            // the stored vectors (a run still embedding leaves ours in use until it ends).
+            semantic.reload_graph(&reader)?;
+            semantic.vectors_seen = Some(vectors);
         }
-        semantic.by_content = by_content;
-        semantic.generation = Some(generation);
+        if semantic.generation != Some(generation) {
+            let mut by_content: IntMap<i64, Vec<u64>> = IntMap::default();
+            for (path_id, ordinal, hash) in reader.view_chunk_hashes(self.view)? {
+                by_content
+                    .entry(hash)
+                    .or_default()
+                    .push(doc_key(path_id, ordinal));
+            }
+            semantic.by_content = by_content;
+            semantic.generation = Some(generation);
+        }
         Ok(())
     }
 
@@ -1051,7 +1117,7 @@ impl Engine {
             (semantic.model.clone(), Arc::clone(&semantic.embedder))
         };
         self.cancel.store(false, Ordering::SeqCst);
-        let pending = Self::lock(&self.reader).pending_vectors(DEFAULT_VIEW, &model)?;
+        let pending = Self::lock(&self.reader).pending_vectors(self.view, &model)?;
         let mut done = 0;
         let result = pending.chunks(batch.max(1)).try_for_each(|batch| {
             if self.cancel.swap(false, Ordering::SeqCst) {
@@ -1088,8 +1154,16 @@ impl Engine {
                 .as_ref()
         {
             semantic.graph.save()?;
+            self.announce_vectors()?;
         }
         result.map(|()| done)
+    }
+
+    /// Tells the other handles on this index that the stored vectors changed and the saved
+    /// graph follows them.
+    #[cfg(feature = "embed")]
+    fn announce_vectors(&self) -> Result<()> {
+        Self::lock(&self.writer).bump_meta(VECTORS_META)
     }
 
     /// The chunks most like `to`, best first, within the request's filters and per-file cap
@@ -1196,26 +1270,272 @@ impl Engine {
     /// Store errors.
     pub fn pending_texts(&self, model: &str) -> Result<Vec<String>> {
         let reader = Self::lock(&self.reader);
-        let pending = reader.pending_vectors(DEFAULT_VIEW, model)?;
+        let pending = reader.pending_vectors(self.view, model)?;
         reader.embedding_texts(&pending)
     }
 
     pub fn status(&self) -> Result<Status> {
         let reader = Self::lock(&self.reader);
-        let counts = reader.counts(DEFAULT_VIEW)?;
+        let counts = reader.counts(self.view)?;
         let size = |name: &str| fs::metadata(self.dir.join(name)).map_or(0, |m| m.len());
         Ok(Status {
             schema_version: reader.schema_version()?,
-            generation: reader.generation()?,
+            generation: reader.generation(self.view)?,
             files: counts.files,
             chunks: counts.chunks,
             symbols: counts.symbols,
             file_versions: counts.file_versions,
             languages: counts.languages,
             db_bytes: size(DB_FILE) + size(&format!("{DB_FILE}-wal")),
-            lexical_bytes: size(LEXICAL_FILE),
+            lexical_bytes: size(&lexical_file(self.view)),
         })
     }
+}
+
+impl Engine {
+    /// Deletes what no view has referenced for `grace` (see [`Store::collect_garbage`]) and
+    /// drops the deleted vectors from this handle's graph.
+    ///
+    /// # Errors
+    ///
+    /// Store errors; nothing is deleted then.
+    pub fn collect_garbage(&self, grace: std::time::Duration) -> Result<GcStats> {
+        let stats = Self::lock(&self.writer).collect_garbage(grace)?;
+        #[cfg(feature = "embed")]
+        if !stats.vectors.is_empty() {
+            if let Some(semantic) = self
+                .semantic
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_mut()
+            {
+                let gone: Vec<i64> = stats
+                    .vectors
+                    .iter()
+                    .filter(|(model, _)| *model == semantic.model)
+                    .map(|(_, hash)| *hash)
+                    .collect();
+                semantic.graph.remove(&gone)?;
+                semantic.graph.save()?;
+            }
+            // Graphs of other models no longer match their vectors: rebuilt when next used.
+            self.announce_vectors()?;
+        }
+        Ok(stats)
+    }
+
+    /// Checks the store and the files derived from it (this view's lexical snapshot, the
+    /// graph of `vectors` = (model, dimensions, quantization) when given, leftover temporary
+    /// files); with `repair`, rebuilds what is derived from SQLite, without embedding anything.
+    /// Problems of the database itself are reported, never repaired here.
+    ///
+    /// # Errors
+    ///
+    /// Store errors that keep the check from running.
+    pub fn health(
+        &self,
+        repair: bool,
+        #[cfg(feature = "embed")] vectors: Option<(&str, usize, crate::vectors::Quantization)>,
+    ) -> Result<Health> {
+        let mut health = Health {
+            problems: Self::lock(&self.reader).check()?,
+            repaired: Vec::new(),
+        };
+        let database_ok = health.problems.is_empty();
+        if let Some(problem) = self.lexical_problem()? {
+            health.problems.push(problem);
+            if repair && database_ok {
+                self.rebuild_lexical()?;
+                health
+                    .repaired
+                    .push("rebuilt the lexical index from the store".into());
+            }
+        }
+        #[cfg(feature = "embed")]
+        if let Some((model, dims, quantization)) = vectors
+            && let Some(problem) = self.graph_problem(model, dims, quantization)?
+        {
+            health.problems.push(problem);
+            if repair && database_ok {
+                self.rebuild_graph(model, dims, quantization)?;
+                health.repaired.push(format!(
+                    "rebuilt the vector graph of {model} from stored vectors"
+                ));
+            }
+        }
+        let leftovers = self.leftover_files();
+        if !leftovers.is_empty() {
+            health.problems.push(format!(
+                "{} temporary files left by an interrupted write",
+                leftovers.len()
+            ));
+            if repair {
+                for path in &leftovers {
+                    let _ = fs::remove_file(path); // may be gone: another process finished
+                }
+                health.repaired.push("removed the temporary files".into());
+            }
+        }
+        Ok(health)
+    }
+
+    /// What is wrong with this view's lexical snapshot on disk, compared with the store.
+    fn lexical_problem(&self) -> Result<Option<String>> {
+        let path = self.dir.join(lexical_file(self.view));
+        let (generation, view) = Self::lock(&self.reader).snapshot(self.view)?;
+        if !path.exists() {
+            return Ok(None); // not written yet: built from the store when next opened
+        }
+        let snapshot = match Bm25Index::load(&path) {
+            Ok((bm25, meta)) => Lexical::decode(bm25, &meta),
+            Err(e) => return Ok(Some(format!("lexical index: {e}"))),
+        };
+        let Some(snapshot) = snapshot else {
+            return Ok(Some(
+                "lexical index: written by another version or inconsistent".into(),
+            ));
+        };
+        if snapshot.generation > generation {
+            return Ok(Some(format!(
+                "lexical index: generation {} is ahead of the store's {generation}",
+                snapshot.generation
+            )));
+        }
+        // A snapshot may lag the store (readers reconcile it); it may never disagree with
+        // the view it claims to reflect. Compare where it has caught up.
+        if snapshot.generation < generation {
+            return Ok(None);
+        }
+        let chunks = Self::lock(&self.reader).chunk_counts(self.view)?;
+        let mismatched = view
+            .iter()
+            .filter(|e| {
+                snapshot.paths.get(&e.path_id).is_none_or(|p| {
+                    p.path != e.path
+                        || p.file_hash != e.file_hash
+                        || Some(&p.chunks) != chunks.get(&e.file_hash)
+                })
+            })
+            .count()
+            + snapshot.paths.len().saturating_sub(view.len());
+        Ok((mismatched > 0)
+            .then(|| format!("lexical index: {mismatched} paths disagree with the store")))
+    }
+
+    fn rebuild_lexical(&self) -> Result<()> {
+        *self
+            .lexical
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Lexical::empty();
+        let pool = self.pool()?;
+        pool.install(|| self.reconcile(Prepared::new()))?;
+        // reconcile may leave the save for later, or ignore a failed one; a repair must not.
+        self.save_lexical()
+    }
+
+    /// Writes this view's lexical snapshot now if it lags the index in memory (changes too
+    /// small to be worth one yet); also done when the engine is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if the file cannot be written.
+    pub fn save_lexical(&self) -> Result<()> {
+        let path = self.dir.join(lexical_file(self.view));
+        let mut lexical = self
+            .lexical
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if lexical.unsaved == 0 && path.exists() {
+            return Ok(());
+        }
+        lexical.save(&path).map_err(|e| {
+            Error::io(
+                format!("saving {}", path.display()),
+                std::io::Error::other(e),
+            )
+        })
+    }
+
+    #[cfg(feature = "embed")]
+    fn graph_problem(
+        &self,
+        model: &str,
+        dims: usize,
+        quantization: crate::vectors::Quantization,
+    ) -> Result<Option<String>> {
+        let reader = Self::lock(&self.reader);
+        let stored = reader.vectors(model)?;
+        drop(reader);
+        let wrong = stored.iter().filter(|(_, v)| v.len() != dims).count();
+        if wrong > 0 {
+            return Ok(Some(format!(
+                "vectors: {wrong} stored vectors of {model} do not have {dims} dimensions"
+            )));
+        }
+        let path = crate::vectors::VectorIndex::path_in(&self.dir, model, quantization);
+        if !path.exists() {
+            return Ok(None); // built from the stored vectors when next used
+        }
+        let Some(graph) = crate::vectors::VectorIndex::load_any(&path, dims, quantization) else {
+            return Ok(Some(format!(
+                "vector graph of {model}: unreadable or not of {dims} dimensions"
+            )));
+        };
+        // A graph that lags the stored vectors (an embedding run was interrupted) or is ahead
+        // of them (another process collected some) is rebuilt when next opened: its count
+        // differs. Only one that counts the same yet holds other vectors would be trusted.
+        let missing = stored.iter().filter(|(h, _)| !graph.contains(*h)).count();
+        Ok((graph.len() == stored.len() && missing > 0)
+            .then(|| format!("vector graph of {model}: {missing} stored vectors are not in it")))
+    }
+
+    /// Rebuilds the graph of `model` from the stored vectors (deleting those of the wrong
+    /// width: they are embedded again by the next run).
+    #[cfg(feature = "embed")]
+    fn rebuild_graph(
+        &self,
+        model: &str,
+        dims: usize,
+        quantization: crate::vectors::Quantization,
+    ) -> Result<()> {
+        Self::lock(&self.writer).delete_vectors_not_of_width(model, dims)?;
+        let vectors = Self::lock(&self.reader).vectors(model)?;
+        let path = crate::vectors::VectorIndex::path_in(&self.dir, model, quantization);
+        let mut graph = crate::vectors::VectorIndex::new(&path, dims, vectors.len(), quantization)?;
+        graph.add(&vectors)?;
+        graph.save()?;
+        self.announce_vectors()
+    }
+
+    /// Temporary files of snapshot and graph writes that never reached their rename.
+    fn leftover_files(&self) -> Vec<PathBuf> {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|name| {
+                    (name.starts_with('.') && name.ends_with(".tmp")) || name.contains(".tmp-")
+                })
+            })
+            .collect()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // Changes too small to be worth a snapshot so far: the next open starts from here.
+        let _ = self.save_lexical();
+    }
+}
+
+/// What [`Engine::health`] found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Health {
+    pub problems: Vec<String>,
+    pub repaired: Vec<String>,
 }
 
 /// A file read from disk, with the facts needed to decide what to do with it.
@@ -1395,7 +1715,7 @@ mod tests {
         }
 
         fn open(&self) -> Engine {
-            Engine::open(self.index.path()).unwrap()
+            Engine::open(self.index.path(), self.root.path().to_str().unwrap()).unwrap()
         }
     }
 
@@ -1593,7 +1913,10 @@ def slugify(text):
             }
         };
         again("snapshot reload");
-        let lexical = repo.index.path().join(LEXICAL_FILE);
+        let lexical = repo
+            .index
+            .path()
+            .join(lexical_file(crate::store::DEFAULT_VIEW));
         let mut bytes = fs::read(&lexical).unwrap();
         let mid = bytes.len() / 2;
         bytes[mid] ^= 0xff;
@@ -1613,12 +1936,16 @@ def slugify(text):
         let expected = search(&engine, "dashes");
         drop(engine);
         // Rewrite the sidecar as if an older analyzer had built the snapshot.
-        let path = repo.index.path().join(LEXICAL_FILE);
+        let path = repo
+            .index
+            .path()
+            .join(lexical_file(crate::store::DEFAULT_VIEW));
         let (bm25, mut meta) = Bm25Index::load(&path).unwrap();
         meta[..4].copy_from_slice(&(crate::analyzer::VERSION - 1).to_le_bytes());
         bm25.save(&path, &meta).unwrap();
         let engine = repo.open();
         assert_eq!(search(&engine, "dashes"), expected);
+        drop(engine); // a rebuild of one path is saved when the engine goes
         let (_, meta) = Bm25Index::load(&path).unwrap();
         assert_eq!(
             meta[..4],
@@ -1640,7 +1967,13 @@ def slugify(text):
                 1 << 20,
             )
             .unwrap();
-        let stale_snapshot = fs::read(repo.index.path().join(LEXICAL_FILE)).unwrap();
+        engine.save_lexical().unwrap();
+        let stale_snapshot = fs::read(
+            repo.index
+                .path()
+                .join(lexical_file(crate::store::DEFAULT_VIEW)),
+        )
+        .unwrap();
         repo.write("util.py", &UTIL.replace("slugify", "make_slug"));
         engine
             .update(
@@ -1651,7 +1984,13 @@ def slugify(text):
             )
             .unwrap();
         drop(engine);
-        fs::write(repo.index.path().join(LEXICAL_FILE), stale_snapshot).unwrap();
+        fs::write(
+            repo.index
+                .path()
+                .join(lexical_file(crate::store::DEFAULT_VIEW)),
+            stale_snapshot,
+        )
+        .unwrap();
         let engine = repo.open();
         assert_eq!(top(&engine, "make_slug").0, "util.py");
         assert!(search(&engine, "slugify").is_empty());
@@ -1830,5 +2169,104 @@ def slugify(text):
             &request,
         );
         assert!(matches!(missing, Err(Error::InvalidArgument(m)) if m.contains("nope.py")));
+    }
+
+    #[cfg(feature = "embed")]
+    #[test]
+    fn health_finds_and_repairs_derived_files_and_gc_keeps_the_graph_in_step() {
+        use crate::vectors::Quantization;
+        let repo = Repo::new(&[("auth.py", AUTH), ("util.py", UTIL)]);
+        let engine = repo.open();
+        let inputs = repo.inputs(&["auth.py", "util.py"]);
+        engine
+            .update(repo.root.path(), &inputs, &[], 1 << 20)
+            .unwrap();
+        let embedder = Arc::new(Trigrams {
+            calls: AtomicUsize::new(0),
+        });
+        let options = crate::semantic::SemanticOptions::default();
+        engine
+            .set_embedder("trigrams", embedder.clone(), options)
+            .unwrap();
+        engine.embed_pending(16, &|_, _| {}).unwrap();
+        let graph = Some(("trigrams", 64, Quantization::F16));
+        assert_eq!(engine.health(false, graph).unwrap(), Health::default());
+
+        // A second handle (another process) embeds new content: the first one's searches
+        // pick up the saved graph.
+        repo.write("new.py", "def brand_new_helper():\n    return 'shiny'\n");
+        let other = repo.open();
+        other
+            .update(repo.root.path(), &repo.inputs(&["new.py"]), &[], 1 << 20)
+            .unwrap();
+        other
+            .set_embedder("trigrams", embedder.clone(), options)
+            .unwrap();
+        assert!(other.embed_pending(16, &|_, _| {}).unwrap() >= 1);
+        let request = SearchRequest {
+            query: "shiny brand new helper returning".into(),
+            limit: 3,
+            per_file: 1,
+            ..SearchRequest::default()
+        };
+        let hits = engine.search(&request).unwrap();
+        assert!(
+            hits.iter()
+                .any(|h| h.path == "new.py" && h.channels.semantic),
+            "{hits:?}"
+        );
+
+        // Damage every derived file: a snapshot that disagrees with the store at its own
+        // generation, a graph file cut short, a temporary file of a killed write.
+        {
+            let mut lexical = engine.lexical.write().unwrap();
+            let id = *lexical.paths.keys().next().unwrap();
+            lexical.remove_path(id);
+            let meta = lexical.encode_meta();
+            let path = repo
+                .index
+                .path()
+                .join(lexical_file(crate::store::DEFAULT_VIEW));
+            lexical.bm25.save(&path, &meta).unwrap();
+        }
+        let graph_file =
+            crate::vectors::VectorIndex::path_in(repo.index.path(), "trigrams", Quantization::F16);
+        fs::write(&graph_file, b"not a graph").unwrap();
+        fs::write(repo.index.path().join(".lexical-1.bin.1.2.3.tmp"), b"x").unwrap();
+        let found = engine.health(false, graph).unwrap();
+        assert_eq!(found.problems.len(), 3, "{found:?}");
+        assert!(found.repaired.is_empty());
+        let calls = embedder.calls.load(Ordering::SeqCst);
+        let repaired = engine.health(true, graph).unwrap();
+        assert_eq!(repaired.repaired.len(), 3, "{repaired:?}");
+        assert_eq!(engine.health(false, graph).unwrap(), Health::default());
+        assert_eq!(
+            embedder.calls.load(Ordering::SeqCst),
+            calls,
+            "a repair never embeds"
+        );
+        assert_eq!(search(&engine, "refresh_token")[0].path, "auth.py");
+
+        // Deleting a file and collecting at once drops its vectors from SQLite and the graph.
+        fs::remove_file(repo.root.path().join("new.py")).unwrap();
+        engine
+            .update(repo.root.path(), &[], &["new.py".to_owned()], 1 << 20)
+            .unwrap();
+        let graph_len = || {
+            engine
+                .semantic
+                .read()
+                .unwrap()
+                .as_ref()
+                .unwrap()
+                .graph
+                .len()
+        };
+        let before = graph_len();
+        let stats = engine.collect_garbage(std::time::Duration::ZERO).unwrap();
+        assert_eq!(stats.file_versions, 1);
+        assert!(!stats.vectors.is_empty());
+        assert_eq!(graph_len(), before - stats.vectors.len());
+        assert_eq!(engine.health(false, graph).unwrap(), Health::default());
     }
 }

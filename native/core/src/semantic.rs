@@ -31,6 +31,9 @@ pub(crate) struct Semantic {
     /// Content hash -> lexical document keys of the view, as of `generation`.
     pub(crate) by_content: IntMap<i64, Vec<u64>>,
     pub(crate) generation: Option<u64>,
+    /// The store's vectors counter when the graph was last matched with it.
+    pub(crate) vectors_seen: Option<Option<String>>,
+    quantization: Quantization,
 }
 
 impl Semantic {
@@ -81,7 +84,25 @@ impl Semantic {
             graph,
             by_content: IntMap::default(),
             generation: None,
+            vectors_seen: None,
+            quantization,
         })
+    }
+
+    /// Replaces the graph with the saved one if that holds every stored vector (and this one
+    /// does not).
+    pub(crate) fn reload_graph(&mut self, store: &Store) -> Result<()> {
+        let stored = store.count_vectors(&self.model)?;
+        if self.graph.len() == stored {
+            return Ok(());
+        }
+        let path = VectorIndex::path_in(self.graph.dir(), &self.model, self.quantization);
+        if let Some(graph) =
+            VectorIndex::load(&path, self.embedder.dims(), stored, self.quantization)
+        {
+            self.graph = graph;
+        }
+        Ok(())
     }
 
     /// Document keys of the chunks nearest to `query` with their cosine similarity, best

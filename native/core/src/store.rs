@@ -6,7 +6,7 @@
 //! always see either the previous or the new state. Derived files (the lexical index) record
 //! the generation they were built from and are reconciled against the view when they lag.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -118,6 +118,17 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (model, content_hash)
     ) WITHOUT ROWID;
     ",
+    // 4: one view per root (worktree), each with its own generation, so that publishing in
+    // one worktree never makes the readers of another reconcile; `used_at` lets the views of
+    // deleted worktrees be collected. Orphaned versions are found without a table scan.
+    "
+    ALTER TABLE views ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE views ADD COLUMN used_at INTEGER NOT NULL DEFAULT 0;
+    UPDATE views SET generation =
+        coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation'), 0);
+    DELETE FROM meta WHERE key = 'generation';
+    CREATE INDEX files_orphaned ON files(orphaned_at) WHERE orphaned_at IS NOT NULL;
+    ",
 ];
 
 /// A chunk whose content has no vector for a model yet.
@@ -151,12 +162,19 @@ pub fn embedding_text(c: &Chunk) -> String {
     text
 }
 
-/// The view every index has; worktrees and branches get their own views later.
+/// The view every index is created with; adopted by the first root that opens the index.
 pub const DEFAULT_VIEW: i64 = 1;
+const UNNAMED_VIEW: &str = "worktree";
 
-/// File versions no view has referenced for this long are deleted. Short enough to bound the
-/// store, long enough that switching back to a recent branch re-parses nothing.
-pub const ORPHAN_GRACE: Duration = Duration::from_secs(7 * 24 * 3600);
+/// What [`Store::collect_garbage`] deleted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcStats {
+    pub views: u64,
+    pub file_versions: u64,
+    pub chunks: u64,
+    /// `(model, content hash)` of every vector deleted, for the graphs to drop too.
+    pub vectors: Vec<(String, i64)>,
+}
 
 /// A path of the view, with the identity of its content.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -339,17 +357,58 @@ impl Store {
             .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
-    /// The published generation: bumped by every committed change to the view.
-    pub fn generation(&self) -> Result<u64> {
-        let value: String =
-            self.conn
-                .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
-                    r.get(0)
-                })?;
-        value.parse().map_err(|_| Error::Corrupt {
+    /// The published generation of a view: bumped by every committed change to it.
+    pub fn generation(&self, view_id: i64) -> Result<u64> {
+        let generation: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT generation FROM views WHERE id = ?1",
+                [view_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let generation = generation.ok_or_else(|| Error::Corrupt {
             path: self.path.clone(),
-            reason: format!("generation {value:?} is not a number"),
-        })
+            reason: format!("view {view_id} does not exist"),
+        })?;
+        Ok(generation.max(0).unsigned_abs())
+    }
+
+    /// The id of the view called `name` (by convention the absolute root it indexes), created
+    /// if needed. The first view (`worktree`, from before views were named) is adopted by the
+    /// first name asked for, so an existing index keeps its work.
+    pub fn open_view(&mut self, name: &str) -> Result<i64> {
+        if name.is_empty() {
+            return Err(Error::InvalidArgument("the view name is empty".into()));
+        }
+        let find = |conn: &Connection| -> Result<Option<i64>> {
+            Ok(conn
+                .query_row("SELECT id FROM views WHERE name = ?1", [name], |r| r.get(0))
+                .optional()?)
+        };
+        if let Some(id) = find(&self.conn)? {
+            return Ok(id);
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let id = if let Some(id) = find(&tx)? {
+            id // created by another process meanwhile
+        } else if tx.execute(
+            "UPDATE views SET name = ?1 WHERE id = ?2 AND name = ?3",
+            params![name, DEFAULT_VIEW, UNNAMED_VIEW],
+        )? == 1
+        {
+            DEFAULT_VIEW
+        } else {
+            tx.execute(
+                "INSERT INTO views (name, used_at) VALUES (?1, ?2)",
+                params![name, unix_now()],
+            )?;
+            tx.last_insert_rowid()
+        };
+        tx.commit()?;
+        Ok(id)
     }
 
     pub fn get_meta(&self, key: &str) -> Result<Option<String>> {
@@ -373,10 +432,20 @@ impl Store {
         Ok(())
     }
 
+    /// Increments the counter stored under `key` (starting from 1).
+    pub fn bump_meta(&mut self, key: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, '1')
+             ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            [key],
+        )?;
+        Ok(())
+    }
+
     /// The generation and the view read in one transaction, so they belong together.
     pub fn snapshot(&self, view_id: i64) -> Result<(u64, Vec<ViewEntry>)> {
         let tx = self.conn.unchecked_transaction()?;
-        let generation = self.generation()?;
+        let generation = self.generation(view_id)?;
         let view = self.view(view_id)?;
         tx.finish()?;
         Ok((generation, view))
@@ -802,27 +871,117 @@ impl Store {
             for u in upserts {
                 adopt.execute([u.file_hash])?;
             }
-            let cutoff = now - i64::try_from(ORPHAN_GRACE.as_secs()).unwrap_or(i64::MAX);
-            tx.execute(
-                "DELETE FROM files WHERE orphaned_at IS NOT NULL AND orphaned_at < ?1
-                 AND NOT EXISTS (SELECT 1 FROM view_files WHERE file_hash = files.hash)",
-                [cutoff],
-            )?;
         }
-        let generation: u64 = tx
-            .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
-                r.get::<_, String>(0)
-            })?
-            .parse::<u64>()
-            .unwrap_or(0)
-            + 1;
-        tx.execute(
-            "UPDATE meta SET value = ?1 WHERE key = 'generation'",
-            [generation.to_string()],
+        let generation: i64 = tx.query_row(
+            "UPDATE views SET generation = generation + 1, used_at = ?2 WHERE id = ?1
+             RETURNING generation",
+            params![view_id, now],
+            |r| r.get(0),
         )?;
         check()?;
         tx.commit()?;
-        Ok(generation)
+        Ok(generation.max(0).unsigned_abs())
+    }
+
+    /// Deletes what no view has needed for `grace`: views of roots that no longer exist,
+    /// file versions orphaned before then (their chunks and symbols go with them), and the
+    /// vectors of contents no remaining chunk has. One transaction: a crash deletes nothing.
+    pub fn collect_garbage(&mut self, grace: Duration) -> Result<GcStats> {
+        let now = unix_now();
+        let cutoff = now.saturating_sub(i64::try_from(grace.as_secs()).unwrap_or(i64::MAX));
+        let mut stats = GcStats::default();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let stale: Vec<(i64, String)> = tx
+            .prepare("SELECT id, name FROM views WHERE used_at <= ?1")?
+            .query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, name) in stale {
+            let root = Path::new(&name);
+            if name == UNNAMED_VIEW || !root.is_absolute() || root.is_dir() {
+                continue; // a root that still exists keeps its view, however old
+            }
+            // Its files count as orphaned since the view was last used.
+            tx.execute(
+                "UPDATE files SET orphaned_at = (SELECT used_at FROM views WHERE id = ?1)
+                 WHERE hash IN (SELECT file_hash FROM view_files WHERE view_id = ?1)
+                 AND NOT EXISTS (SELECT 1 FROM view_files o
+                                 WHERE o.file_hash = files.hash AND o.view_id != ?1)",
+                [id],
+            )?;
+            tx.execute("DELETE FROM view_files WHERE view_id = ?1", [id])?;
+            tx.execute("DELETE FROM views WHERE id = ?1", [id])?;
+            stats.views += 1;
+        }
+        let expired = "FROM files WHERE orphaned_at IS NOT NULL AND orphaned_at <= ?1
+                       AND NOT EXISTS (SELECT 1 FROM view_files WHERE file_hash = files.hash)";
+        let chunks: i64 = tx.query_row(
+            &format!("SELECT count(*) FROM chunks WHERE file_hash IN (SELECT hash {expired})"),
+            [cutoff],
+            |r| r.get(0),
+        )?;
+        let files = tx.execute(&format!("DELETE {expired}"), [cutoff])?;
+        stats.file_versions = files as u64;
+        stats.chunks = chunks.max(0).unsigned_abs();
+        if files > 0 {
+            stats.vectors = tx
+                .prepare(
+                    "DELETE FROM vectors WHERE NOT EXISTS
+                        (SELECT 1 FROM chunks c WHERE c.content_hash = vectors.content_hash)
+                     RETURNING model, content_hash",
+                )?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+        }
+        tx.commit()?;
+        Ok(stats)
+    }
+
+    /// Number of chunks of each file version of the view.
+    pub fn chunk_counts(&self, view_id: i64) -> Result<HashMap<i64, u32>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT c.file_hash, count(*) FROM chunks c
+             WHERE c.file_hash IN (SELECT file_hash FROM view_files WHERE view_id = ?1)
+             GROUP BY c.file_hash",
+        )?;
+        let rows = stmt.query_map([view_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Deletes the vectors of `model` whose length is not `dims` values; returns how many.
+    pub fn delete_vectors_not_of_width(&mut self, model: &str, dims: usize) -> Result<usize> {
+        Ok(self.conn.execute(
+            "DELETE FROM vectors WHERE model = ?1 AND length(vector) != ?2",
+            params![model, i64::try_from(dims * 2).unwrap_or(i64::MAX)],
+        )?)
+    }
+
+    /// Ids and names of every view.
+    pub fn views(&self) -> Result<Vec<(i64, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, name FROM views ORDER BY id")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// SQLite's own consistency checks: `quick_check` and foreign keys. Empty when sound.
+    pub fn check(&self) -> Result<Vec<String>> {
+        let mut problems = Vec::new();
+        let mut stmt = self.conn.prepare("PRAGMA quick_check")?;
+        for row in stmt.query_map([], |r| r.get::<_, String>(0))? {
+            let row = row?;
+            if row != "ok" {
+                problems.push(format!("database: {row}"));
+            }
+        }
+        let mut stmt = self.conn.prepare("PRAGMA foreign_key_check")?;
+        let dangling = stmt.query_map([], |r| r.get::<_, String>(0))?.count();
+        if dangling > 0 {
+            problems.push(format!("database: {dangling} rows refer to missing rows"));
+        }
+        Ok(problems)
     }
 
     pub fn counts(&self, view_id: i64) -> Result<StoreCounts> {
@@ -919,7 +1078,7 @@ mod tests {
         let path = dir.path().join("index.db");
         let store = Store::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
-        assert_eq!(store.generation().unwrap(), 0);
+        assert_eq!(store.generation(DEFAULT_VIEW).unwrap(), 0);
         drop(store);
         let store = Store::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
@@ -1163,7 +1322,7 @@ mod tests {
         let view = store.view(DEFAULT_VIEW).unwrap();
         assert_eq!(view.len(), 1);
         assert_eq!(view[0].path, "a.txt");
-        assert_eq!(store.generation().unwrap(), 1);
+        assert_eq!(store.generation(DEFAULT_VIEW).unwrap(), 1);
         assert!(store.known_hashes(&[b.hash]).unwrap().is_empty());
     }
 
@@ -1201,5 +1360,80 @@ mod tests {
             .unwrap();
         assert!(orphaned.is_some(), "the old version is marked orphaned");
         assert_eq!(store.chunks(b.hash).unwrap()[0].content, "second version");
+    }
+
+    #[test]
+    fn views_are_named_with_their_own_generation_and_the_first_is_adopted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("index.db")).unwrap();
+        assert_eq!(store.open_view("/work/main").unwrap(), DEFAULT_VIEW);
+        assert_eq!(store.open_view("/work/main").unwrap(), DEFAULT_VIEW);
+        let other = store.open_view("/work/feature").unwrap();
+        assert_ne!(other, DEFAULT_VIEW);
+        assert!(store.open_view("").is_err());
+        let a = version("shared text\n");
+        store
+            .publish(other, &changes(&a, &upsert("a.txt", &a), &[]), || Ok(()))
+            .unwrap();
+        assert_eq!(store.generation(other).unwrap(), 1);
+        assert_eq!(store.generation(DEFAULT_VIEW).unwrap(), 0);
+        assert!(store.view(DEFAULT_VIEW).unwrap().is_empty());
+        // The same content in the other view is stored once.
+        store
+            .publish(
+                DEFAULT_VIEW,
+                &changes(&a, &upsert("b.txt", &a), &[]),
+                || Ok(()),
+            )
+            .unwrap();
+        assert_eq!(store.counts(DEFAULT_VIEW).unwrap().file_versions, 1);
+        assert_eq!(store.views().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn garbage_collection_waits_for_the_grace_period_then_deletes_everything_derived() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("index.db")).unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let view = store.open_view(root.to_str().unwrap()).unwrap();
+        let a = version("old text\n");
+        store
+            .publish(view, &changes(&a, &upsert("f.txt", &a), &[]), || Ok(()))
+            .unwrap();
+        let old_chunk = store.chunks(a.hash).unwrap()[0].content_hash;
+        store
+            .put_vectors("m", &[(old_chunk, vec![1.0, 0.0])])
+            .unwrap();
+        let b = version("new text\n");
+        store
+            .publish(view, &changes(&b, &upsert("f.txt", &b), &[]), || Ok(()))
+            .unwrap();
+        let long = Duration::from_secs(3600);
+        assert_eq!(store.collect_garbage(long).unwrap(), GcStats::default());
+        assert!(!store.known_hashes(&[a.hash]).unwrap().is_empty());
+        let stats = store.collect_garbage(Duration::ZERO).unwrap();
+        assert_eq!(stats.file_versions, 1);
+        assert_eq!(stats.chunks, 1);
+        assert_eq!(stats.vectors, vec![("m".to_owned(), old_chunk)]);
+        assert!(store.known_hashes(&[a.hash]).unwrap().is_empty());
+        assert_eq!(
+            store.view(view).unwrap()[0].file_hash,
+            b.hash,
+            "the view is kept"
+        );
+        assert!(store.check().unwrap().is_empty());
+        // A view whose root is gone goes, and its files with it; a root that exists stays.
+        let gone = store
+            .open_view(dir.path().join("deleted").to_str().unwrap())
+            .unwrap();
+        let c = version("only in a deleted worktree\n");
+        store
+            .publish(gone, &changes(&c, &upsert("g.txt", &c), &[]), || Ok(()))
+            .unwrap();
+        let stats = store.collect_garbage(Duration::ZERO).unwrap();
+        assert_eq!((stats.views, stats.file_versions), (1, 1));
+        assert_eq!(store.views().unwrap().len(), 1);
+        assert!(store.known_hashes(&[c.hash]).unwrap().is_empty());
     }
 }

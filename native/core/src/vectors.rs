@@ -127,11 +127,17 @@ impl VectorIndex {
         expected: usize,
         quantization: Quantization,
     ) -> Option<Self> {
+        Self::load_any(path, dims, quantization)
+            .filter(|g| g.index.size() == expected)
+            .and_then(|g| g.reserve(expected).ok().map(|()| g))
+    }
+
+    /// The graph saved at `path` whatever it holds, if it reads as `dims`-dimensional vectors.
+    #[must_use]
+    pub fn load_any(path: &Path, dims: usize, quantization: Quantization) -> Option<Self> {
         let graph = VectorIndex::new(path, dims, 0, quantization).ok()?;
         graph.index.load(path.to_str()?).ok()?;
-        (graph.index.dimensions() == dims && graph.index.size() == expected)
-            .then_some(graph)
-            .and_then(|g| g.reserve(expected).ok().map(|()| g))
+        (graph.index.dimensions() == dims).then_some(graph)
     }
 
     /// Room for `capacity` vectors and a search context per thread (usearch needs both before
@@ -143,6 +149,32 @@ impl VectorIndex {
         self.index
             .reserve_capacity_and_threads(capacity.max(self.index.size()).max(64), threads)
             .map_err(|e| hnsw_error(&self.path, e))
+    }
+
+    /// The folder of the graph file.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or_else(|| Path::new("."))
+    }
+
+    /// Whether the vector of `hash` is in the graph.
+    #[must_use]
+    pub fn contains(&self, hash: i64) -> bool {
+        self.index.contains(key_of(hash))
+    }
+
+    /// Drops the vectors of `hashes` (absent ones are ignored).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] if usearch fails.
+    pub fn remove(&mut self, hashes: &[i64]) -> Result<()> {
+        for &hash in hashes {
+            self.index
+                .remove(key_of(hash))
+                .map_err(|e| hnsw_error(&self.path, e))?;
+        }
+        Ok(())
     }
 
     /// Number of vectors.

@@ -138,8 +138,10 @@ impl NativeIndex {
 #[pymethods]
 impl NativeIndex {
     #[new]
-    fn new(py: Python<'_>, index_dir: PathBuf) -> PyResult<Self> {
-        let engine = py.detach(|| Engine::open(&index_dir)).map_err(to_py)?;
+    fn new(py: Python<'_>, index_dir: PathBuf, view: &str) -> PyResult<Self> {
+        let engine = py
+            .detach(|| Engine::open(&index_dir, view))
+            .map_err(to_py)?;
         Ok(NativeIndex {
             engine: RwLock::new(Some(Arc::new(engine))),
         })
@@ -335,6 +337,49 @@ impl NativeIndex {
     fn set_weights(&self, values: BTreeMap<String, f32>) -> PyResult<()> {
         let values: Vec<(String, f32)> = values.into_iter().collect();
         self.engine()?.set_weights(&values).map_err(to_py)
+    }
+
+    /// Deletes what no view has referenced for `grace_seconds`; returns what was deleted.
+    fn collect_garbage<'py>(
+        &self,
+        py: Python<'py>,
+        grace_seconds: f64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let grace = std::time::Duration::try_from_secs_f64(grace_seconds)
+            .map_err(|_| PyValueError::new_err(format!("bad grace period {grace_seconds}")))?;
+        let engine = self.engine()?;
+        let stats = py.detach(|| engine.collect_garbage(grace)).map_err(to_py)?;
+        let d = PyDict::new(py);
+        d.set_item("views", stats.views)?;
+        d.set_item("file_versions", stats.file_versions)?;
+        d.set_item("chunks", stats.chunks)?;
+        d.set_item("vectors", stats.vectors.len())?;
+        Ok(d)
+    }
+
+    /// Checks the store against its derived files; `vectors` = (model, dims, quantization)
+    /// names the graph to check. With `repair`, rebuilds derived files from the store.
+    #[pyo3(signature = (repair = false, vectors = None))]
+    fn health<'py>(
+        &self,
+        py: Python<'py>,
+        repair: bool,
+        vectors: Option<(String, usize, String)>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let graph = match &vectors {
+            Some((model, dims, quantization)) => Some((
+                model.as_str(),
+                *dims,
+                Quantization::parse(quantization).map_err(to_py)?,
+            )),
+            None => None,
+        };
+        let engine = self.engine()?;
+        let health = py.detach(|| engine.health(repair, graph)).map_err(to_py)?;
+        let d = PyDict::new(py);
+        d.set_item("problems", &health.problems)?;
+        d.set_item("repaired", &health.repaired)?;
+        Ok(d)
     }
 
     fn get_meta(&self, py: Python<'_>, key: &str) -> PyResult<Option<String>> {

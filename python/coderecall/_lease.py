@@ -1,0 +1,132 @@
+"""File locks that the operating system releases when their holder dies.
+
+Writers of one index (CLI runs, watchers, MCP servers, in any number of processes) take turns
+through :class:`WriteLease`: an exclusive lock on ``<index>/write.lock``. The OS drops the
+lock when its process exits or is killed, so a crashed writer never blocks the next one and
+nothing has to guess whether a recorded holder is still alive. Readers take no lock at all:
+SQLite's write-ahead log gives them a consistent snapshot while a writer works.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import BinaryIO
+
+from ._errors import IndexBusyError
+
+__all__ = ["LEASE_FILE", "WriteLease", "try_lock"]
+
+LEASE_FILE = "write.lock"
+_FIRST_POLL = 0.01
+_MAX_POLL = 0.25
+
+_log = logging.getLogger("coderecall")
+
+
+def try_lock(fd: int) -> None:
+    """A non-blocking exclusive lock on ``fd``; ``OSError`` when another holder has it.
+
+    ``flock`` locks belong to the open file, so two handles in one process exclude each other
+    just as two processes do.
+    """
+    if sys.platform == "win32":
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+class WriteLease:
+    """The right to write one index, held by one handle at a time across processes."""
+
+    def __init__(self, index_dir: Path, purpose: str = "indexing") -> None:
+        self._path = index_dir / LEASE_FILE
+        self._purpose = purpose
+
+    @contextlib.contextmanager
+    def hold(self, wait: bool | float = True) -> Iterator[None]:
+        """Hold the lease for the ``with`` block.
+
+        ``wait`` is ``True`` to wait as long as it takes (saying so once in the log),
+        ``False`` to fail at once, or a number of seconds to wait at most. Raises
+        :class:`~coderecall.IndexBusyError` naming the holder when the lease is not had.
+        """
+        handle = self._acquire(wait)
+        try:
+            self._describe_holder(handle)
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                handle.truncate(0)
+            handle.close()  # releases the lock
+
+    def _acquire(self, wait: bool | float) -> BinaryIO:
+        deadline = None if wait is True else time.monotonic() + (0.0 if wait is False else wait)
+        handle = open(self._path, "a+b")  # noqa: SIM115 (held until release)
+        pause = _FIRST_POLL
+        told = False
+        try:
+            while True:
+                try:
+                    try_lock(handle.fileno())
+                    return handle
+                except OSError:
+                    pass
+                if deadline is not None and time.monotonic() >= deadline:
+                    waited = "" if wait is False else f" after waiting {wait:g} s"
+                    raise IndexBusyError(
+                        f"another process is writing the index{waited}: {self._holder()}",
+                        holder=self._holder(),
+                    )
+                if not told:
+                    _log.warning(
+                        "waiting for another process writing the index: %s", self._holder()
+                    )
+                    told = True
+                time.sleep(pause if deadline is None else min(pause, _remaining(deadline)))
+                pause = min(pause * 2, _MAX_POLL)
+        except BaseException:
+            handle.close()
+            raise
+
+    def _describe_holder(self, handle: BinaryIO) -> None:
+        """Who holds the lease, for the message a waiting writer shows (best effort)."""
+        record = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "purpose": self._purpose,
+            "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        with contextlib.suppress(OSError):
+            handle.seek(0)
+            handle.truncate(0)
+            handle.write(json.dumps(record).encode())
+            handle.flush()
+
+    def _holder(self) -> str:
+        try:
+            record = json.loads(self._path.read_bytes() or b"{}")
+        except (OSError, ValueError):
+            record = {}
+        if not isinstance(record, dict) or "pid" not in record:
+            return f"{self._path} is locked"
+        return (
+            f"pid {record['pid']} on {record.get('host', '?')}, {record.get('purpose', '?')} "
+            f"since {record.get('since', '?')} (lock file {self._path})"
+        )
+
+
+def _remaining(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())

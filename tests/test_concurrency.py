@@ -1,0 +1,180 @@
+"""Several processes on one index: one writer at a time through a lease that dies with its
+holder, readers that never block and never see a half-published state."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from coderecall import CodeIndex, IndexBusyError
+from helpers import SAMPLE_PROJECT, MakeRepo
+
+HOLD_LEASE = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from coderecall._lease import WriteLease
+    with WriteLease(Path(sys.argv[1]), "a test holding the lease").hold():
+        print("held", flush=True)
+        time.sleep(float(sys.argv[2]))
+    """
+)
+
+
+def hold_lease(index_dir: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LEASE, str(index_dir), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_writer_fails_at_once_waits_or_times_out_as_asked(
+    make_repo: MakeRepo, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root) as index:
+        index.index(progress=False)
+        holder = hold_lease(index.index_dir, 60)
+        try:
+            with pytest.raises(IndexBusyError, match=f"pid {holder.pid}") as busy:
+                index.index(progress=False, wait=False)
+            assert "a test holding the lease" in busy.value.holder
+            started = time.perf_counter()
+            with pytest.raises(IndexBusyError, match=r"after waiting 0\.3 s"):
+                index.index(progress=False, wait=0.3)
+            assert time.perf_counter() - started >= 0.3
+            searched = index.search("TokenStore")
+            assert searched[0].path == "src/shop/auth.py", "readers never wait for the lease"
+
+            cli = subprocess.run(
+                [sys.executable, "-m", "coderecall", "index", str(root), "--no-wait"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert cli.returncode == 1
+            assert "another process is writing the index" in cli.stderr
+        finally:
+            # A holder killed outright releases the lease: no stale lock to clean up.
+            holder.send_signal(signal.SIGKILL)
+            holder.communicate()
+        assert index.index(progress=False, wait=False).files_parsed == 0
+
+
+def test_a_waiting_writer_says_so_and_goes_on_when_the_holder_ends(
+    make_repo: MakeRepo, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root) as index:
+        index.index(progress=False)
+        holder = hold_lease(index.index_dir, 0.5)
+        (root / "src/shop/extra.py").write_text("def waited_for_the_lease():\n    pass\n")
+        with caplog.at_level(logging.WARNING, logger="coderecall"):
+            report = index.index(progress=False)
+        holder.communicate()
+        assert holder.returncode == 0
+        assert report.files_parsed == 1
+        waiting = [r.getMessage() for r in caplog.records if "waiting for" in r.getMessage()]
+        assert len(waiting) == 1, "said once, not on every poll"
+        assert f"pid {holder.pid}" in waiting[0]
+
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys, time
+    from coderecall import CodeIndex
+    root, role, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    rounds = errors = 0
+    problems = []
+    deadline = time.monotonic() + seconds
+    with CodeIndex(root) as index:
+        while time.monotonic() < deadline:
+            try:
+                if role == "writer":
+                    index.index(progress=False)
+                hits = index.search("TokenStore", limit=3)
+                if not hits or hits[0].path != "src/shop/auth.py":
+                    problems.append(f"TokenStore -> {[h.path for h in hits]}")
+                for hit in index.search("churn_marker", limit=20):
+                    text = hit.content or ""
+                    # A chunk is one published version: its marker line and its body agree.
+                    if text.count("churn_marker_") != text.count("round_value"):
+                        problems.append(f"half a version in {hit.path}: {text!r}")
+                rounds += 1
+            except Exception as exc:
+                errors += 1
+                problems.append(f"{type(exc).__name__}: {exc}")
+    print(json.dumps({"role": role, "rounds": rounds, "errors": errors, "problems": problems[:5]}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_four_processes_index_and_search_one_repository_at_once(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    files = dict(SAMPLE_PROJECT)
+    for n in range(40):
+        files[f"churn/file_{n}.py"] = f"def churn_marker_{n}_0():\n    return 'round_value 0'\n"
+    root = make_repo(files)
+    with CodeIndex(root) as index:
+        index.index(progress=False)
+    seconds = 8.0
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(root), role, str(seconds)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for role in ("writer", "writer", "reader", "reader")
+    ]
+    # Meanwhile the files keep changing, as an agent's edits would.
+    round_ = 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        round_ += 1
+        for n in range(0, 40, 3):
+            path = root / f"churn/file_{n}.py"
+            # Written aside and renamed, as editors save: a reader never sees half a file.
+            draft = path.with_suffix(".tmp")
+            draft.write_text(
+                f"def churn_marker_{n}_{round_}():\n    return 'round_value {round_}'\n"
+            )
+            draft.rename(path)
+        time.sleep(0.05)
+    outcomes = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err
+        outcomes.append(json.loads(out))
+    for outcome in outcomes:
+        assert outcome["errors"] == 0, outcome
+        assert outcome["problems"] == [], outcome
+        assert outcome["rounds"] > 0, outcome
+
+    # After the storm, one more run gives exactly what a fresh build gives.
+    with CodeIndex(root) as index:
+        index.index(progress=False)
+        assert index.health().ok
+        got = [(h.path, h.start_line, h.symbol) for h in index.search("churn_marker", limit=50)]
+        status = index.status()
+    with CodeIndex(root, {"index_dir": tmp_path / "fresh"}) as fresh:
+        fresh.index(progress=False)
+        want = [(h.path, h.start_line, h.symbol) for h in fresh.search("churn_marker", limit=50)]
+        assert status.files == fresh.status().files
+    assert sorted(got) == sorted(want)
+    assert os.path.exists(root / ".git" / "coderecall" / "write.lock")

@@ -1,0 +1,77 @@
+"""`health` checks SQLite against the files derived from it and repairs them without calling
+an embedding engine; garbage collection follows `gc-grace`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from coderecall import CodeIndex
+from helpers import SAMPLE_PROJECT, MakeRepo
+
+
+def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coderecall", *args, "--path", str(root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_health_reports_damage_and_repair_rebuilds_from_the_store(
+    make_repo: MakeRepo, static_model: Path
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    (root / ".coderecall.toml").write_text(
+        f'[embedding]\nprovider = "static"\nmodel = "{static_model}"\n'
+    )
+    with CodeIndex(root) as index:
+        report = index.index(progress=False)
+        assert report.chunks_embedded > 0
+        assert index.health().ok
+        expected = [h.path for h in index.search("refresh an expired access token")]
+
+    graphs = list((root / ".git" / "coderecall").glob("vectors-*.usearch"))
+    assert len(graphs) == 1
+    graphs[0].write_bytes(b"\0" * 100)  # a torn or corrupted file
+    (root / ".git" / "coderecall" / ".lexical-1.bin.9.9.9.tmp").write_bytes(b"left over")
+
+    checked = cli(root, "health", "--json")
+    assert checked.returncode == 1, checked.stderr
+    found = json.loads(checked.stdout)
+    assert not found["ok"]
+    assert any("vector graph" in problem for problem in found["problems"])
+    assert any("temporary files" in problem for problem in found["problems"])
+
+    # The repair must not embed: point the model at nothing and it still succeeds.
+    (root / ".coderecall.toml").write_text('[embedding]\nprovider = "none"\n')
+    repaired = cli(root, "health", "--repair")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    assert "healthy after repair" in repaired.stdout
+    assert cli(root, "health").returncode == 0
+
+    (root / ".coderecall.toml").write_text(
+        f'[embedding]\nprovider = "static"\nmodel = "{static_model}"\n'
+    )
+    with CodeIndex(root) as index:
+        assert index.index(progress=False).chunks_embedded == 0
+        assert [h.path for h in index.search("refresh an expired access token")] == expected
+
+
+def test_garbage_is_kept_for_the_grace_period_then_collected(make_repo: MakeRepo) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    auth = root / "src/shop/auth.py"
+    with CodeIndex(root) as index:
+        index.index(progress=False)
+        versions = index.status().file_versions
+        auth.write_text(auth.read_text() + "\n\ndef another_helper():\n    pass\n")
+        index.index(progress=False)
+        # The old version stays for a branch switch back (gc-grace defaults to 7 days).
+        assert index.status().file_versions == versions + 1
+    with CodeIndex(root, {"gc_grace": 0}) as index:
+        index.index(progress=False)
+        assert index.status().file_versions == versions
+        assert index.health().ok
