@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from coderecall import Config
+from coderecall import CodeIndex, Config
 from coderecall._collect import Collection, PathSorter, collect, collect_paths, scope_of
 from helpers import MakeRepo, git, write_files
 
@@ -426,8 +426,14 @@ def test_path_sorter_judges_paths_by_name(tree: Path) -> None:
     assert not sorter.ignores("")
 
 
-def test_scope_of_covers_paths_and_what_lies_below_them() -> None:
-    covered = scope_of(["src", "./docs/guide.md"])
-    assert all(map(covered, ["src", "src/a/b.py", "docs/guide.md"]))
-    assert not any(map(covered, ["srcs/a.py", "docs", "docs/other.md"]))
-    assert scope_of(["."])("anything/at/all.py")
+def test_scope_of_reads_the_paths_and_what_lies_below_them(make_repo: MakeRepo) -> None:
+    files = ["src/a/b.py", "src/c.py", "srcs/a.py", "src0.py", "docs/guide.md", "docs/other.md"]
+    root = make_repo({name: f"# {name}\n" for name in files})
+    with CodeIndex(root) as index:
+        index.index(progress=False)
+        native = index._open()
+        scope = scope_of(["src", "./docs/guide.md", "src/"])
+        assert scope == ["docs/guide.md", "src"]
+        assert set(native.file_stats(scope)) == {"src/a/b.py", "src/c.py", "docs/guide.md"}
+        assert set(native.file_stats()) == set(files)
+    assert scope_of(["."]) is None

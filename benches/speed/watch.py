@@ -46,6 +46,7 @@ POLL = 0.001
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benches.speed.watch", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a small tree and few edits")
+    parser.add_argument("--files", type=int, help=f"files in the tree (default {FILES:,})")
     parser.add_argument(
         "--debounce",
         type=float,
@@ -117,7 +118,7 @@ def searchable(index: CodeIndex, word: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    files = QUICK_FILES if args.quick else FILES
+    files = args.files or (QUICK_FILES if args.quick else FILES)
     edits = QUICK_EDITS if args.quick else EDITS
     header = f"{machine()}; {native_build()}; {load()}"
     with tempfile.TemporaryDirectory(prefix="coderecall-watch-bench-") as folder:

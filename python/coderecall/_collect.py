@@ -38,7 +38,7 @@ import posixpath
 import re
 import stat
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -388,15 +388,12 @@ def collect_paths(root: Path, config: Config, paths: Iterable[str]) -> Collectio
     return sorter.collection()
 
 
-def scope_of(paths: Iterable[str]) -> Callable[[str], bool]:
-    """A test of whether a root-relative path is one of ``paths`` or lies below one of them:
-    the paths that :func:`collect_paths` of ``paths`` gives the whole truth about. It runs
-    over a whole index's paths, so it is a set lookup and one C-level prefix test."""
-    given = frozenset(_normal(path) for path in paths)
-    if "" in given:
-        return lambda path: True
-    folders = tuple(f"{path}/" for path in given)
-    return lambda path: path in given or path.startswith(folders)
+def scope_of(paths: Iterable[str]) -> list[str] | None:
+    """The normalised ``paths`` that :func:`collect_paths` gives the whole truth about (each
+    stands for itself and everything below it), for reading the same part of the index;
+    ``None`` when the root itself is among them."""
+    given = sorted({_normal(path) for path in paths})
+    return None if "" in given else given
 
 
 def _normal(path: str) -> str:

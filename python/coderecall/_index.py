@@ -192,11 +192,12 @@ class CodeIndex:
         paths: list[str] | None = None,
     ) -> IndexReport:
         if paths is None:
-            collection, covered = collect(self._root, self._config), None
+            collection, scope = collect(self._root, self._config), None
         else:
             collection = collect_paths(self._root, self._config, paths)
-            covered = scope_of(paths)
-        view = native.file_stats()
+            scope = scope_of(paths)
+        # Only the part of the view in scope: a few lookups rather than the whole index.
+        view = native.file_stats(scope)
         changed: list[tuple[str, int, int]] = []
         skipped = {reason: list(paths) for reason, paths in collection.skipped.items()}
         for path, (mtime_ns, size) in collection.files.items():
@@ -206,11 +207,7 @@ class CodeIndex:
             elif known[2] is not None:
                 # Skipped for its content last time and unchanged since: not read again.
                 skipped.setdefault(known[2], []).append(path)
-        removed = [
-            path
-            for path in view
-            if path not in collection.files and (covered is None or covered(path))
-        ]
+        removed = [path for path in view if path not in collection.files]
         stats = self._update(native, changed, removed, progress)
         embedding = self._embed(native, progress) if embed else _Embedded()
         for path, reason in stats["skipped"]:
@@ -243,7 +240,8 @@ class CodeIndex:
             if native.get_meta(_NOTICE_META) != notice:
                 _log.warning("%s", notice)
                 native.set_meta(_NOTICE_META, notice)
-        native.set_meta(self._meta_key("last_report"), json.dumps(report.to_dict()))
+        if paths is None:  # a watcher's few-file update would hide the last full report
+            native.set_meta(self._meta_key("last_report"), json.dumps(report.to_dict()))
         native.set_meta(self._meta_key("last_indexed"), datetime.now(timezone.utc).isoformat())
         collected = native.collect_garbage(self._config.gc_grace)
         if any(collected.values()):

@@ -176,8 +176,11 @@ class NativeIndex:
         """Release the database handles once running calls finish; later calls raise
         ``StoreError``."""
 
-    def file_stats(self) -> dict[str, tuple[int, int, str | None]]:
-        """The view as ``path -> (mtime_ns, size, skip reason)``, for stat-based deltas.
+    def file_stats(
+        self, under: Sequence[str] | None = None
+    ) -> dict[str, tuple[int, int, str | None]]:
+        """The view as ``path -> (mtime_ns, size, skip reason)``, for stat-based deltas;
+        with ``under``, only those paths and the paths below them.
 
         Indexed files have no reason. Files skipped for their content (binary, not valid
         UTF-8, no parser) are remembered with their reason until their stat changes.

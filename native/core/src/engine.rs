@@ -172,9 +172,7 @@ pub struct Status {
     pub lexical_bytes: u64,
 }
 
-/// One row of [`Engine::file_stats`]: path, mtime in ns, size, and the reason a file is
-/// remembered as skipped (none for indexed files).
-pub type FileStat = (String, i64, i64, Option<String>);
+pub use crate::store::FileStat;
 
 /// A path's documents, ready to insert: ordinal, ranking facts, analyzed fields.
 type PathDocs = Vec<(u32, DocMeta, AnalyzedDoc)>;
@@ -569,19 +567,8 @@ impl Engine {
 
     /// The view as `(path, mtime_ns, size, skip reason)`, for the caller's stat-based delta:
     /// indexed files have no reason; remembered skips have theirs.
-    pub fn file_stats(&self) -> Result<Vec<FileStat>> {
-        let reader = Self::lock(&self.reader);
-        let view = reader.view(self.view)?;
-        let skipped = reader.skipped(self.view)?;
-        Ok(view
-            .into_iter()
-            .map(|e| (e.path, e.mtime_ns, e.size, None))
-            .chain(
-                skipped
-                    .into_iter()
-                    .map(|s| (s.path, s.mtime_ns, s.size, Some(s.reason))),
-            )
-            .collect())
+    pub fn file_stats(&self, under: Option<&[&str]>) -> Result<Vec<FileStat>> {
+        Self::lock(&self.reader).file_stats(self.view, under)
     }
 
     /// The ranking factors in use, by name.
@@ -755,16 +742,12 @@ impl Engine {
         let (published, prepared) = std::thread::scope(|scope| {
             let publish = scope.spawn(|| -> Result<(u64, u64)> {
                 let mut writer = Self::lock(&self.writer);
-                let in_view: HashSet<String> = writer
-                    .view(self.view)?
-                    .into_iter()
-                    .map(|e| e.path)
-                    .collect();
-                let removed = to_remove
+                let leaving: Vec<&str> = to_remove
                     .iter()
                     .chain(remembered.iter().map(|s| &s.path))
-                    .filter(|p| in_view.contains(*p))
-                    .count() as u64;
+                    .map(String::as_str)
+                    .collect();
+                let removed = writer.view_entries(self.view, &leaving)?.len() as u64;
                 let changes = Changes {
                     versions: &versions,
                     upserts: &upserts,
@@ -790,7 +773,13 @@ impl Engine {
         let (generation, removed) = published?;
         stats.files_removed = removed;
         stats.generation = generation;
-        self.reconcile(prepared)?;
+        let touched: Vec<&str> = upserts
+            .iter()
+            .map(|u| u.path.as_str())
+            .chain(to_remove.iter().map(String::as_str))
+            .chain(remembered.iter().map(|s| s.path.as_str()))
+            .collect();
+        self.reconcile(prepared, Some(&touched))?;
         stats.skipped.sort();
         Ok(stats)
     }
@@ -805,23 +794,56 @@ impl Engine {
             .generation;
         if generation != current {
             let pool = self.pool()?;
-            pool.install(|| self.reconcile(Prepared::new()))?;
+            pool.install(|| self.reconcile(Prepared::new(), None))?;
         }
         Ok(())
     }
 
     /// Makes the lexical index reflect the store's view exactly, rebuilding the documents of
-    /// every path whose content changed (from `fresh` versions when given, else from SQLite),
-    /// then saves a snapshot stamped with the generation.
-    fn reconcile(&self, mut prepared: Prepared) -> Result<()> {
-        let (generation, view) = {
-            let reader = Self::lock(&self.reader);
-            reader.snapshot(self.view)?
+    /// every path whose content changed (from `prepared` documents when given, else from
+    /// SQLite), then saves a snapshot stamped with the generation when one is due.
+    ///
+    /// `touched` names the paths this handle just published: when that publication is the
+    /// only one since the index was current, only those paths are read back from SQLite;
+    /// otherwise (another process published too) the whole view is compared.
+    fn reconcile(&self, mut prepared: Prepared, touched: Option<&[&str]>) -> Result<()> {
+        // SQLite is read before the write lock is taken, so searches of this process wait
+        // only for the in-memory changes; another thread may reconcile meanwhile, which the
+        // generation check under the lock catches.
+        let (mut lexical, previous, generation, view, only) = loop {
+            let current = self
+                .lexical
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .generation;
+            let (generation, view, only) = {
+                let reader = Self::lock(&self.reader);
+                let partial = match touched {
+                    Some(paths) if current != 0 => {
+                        let (generation, entries) = reader.snapshot_of(self.view, paths)?;
+                        (generation == current + 1).then(|| {
+                            let only: HashSet<&str> = paths.iter().copied().collect();
+                            (generation, entries, Some(only))
+                        })
+                    }
+                    _ => None,
+                };
+                match partial {
+                    Some(partial) => partial,
+                    None => {
+                        let (generation, view) = reader.snapshot(self.view)?;
+                        (generation, view, None)
+                    }
+                }
+            };
+            let lexical = self
+                .lexical
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if lexical.generation == current || lexical.generation == generation {
+                break (lexical, current, generation, view, only);
+            }
         };
-        let mut lexical = self
-            .lexical
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if lexical.generation == generation && generation != 0 {
             return Ok(());
         }
@@ -829,6 +851,7 @@ impl Engine {
         let stale: Vec<u32> = lexical
             .paths
             .iter()
+            .filter(|(_, meta)| only.as_ref().is_none_or(|o| o.contains(meta.path.as_str())))
             .filter(|(id, meta)| {
                 by_id
                     .get(id)
@@ -837,6 +860,17 @@ impl Engine {
             .map(|(id, _)| *id)
             .collect();
         let mut changed = stale.len();
+        // The semantic channel's map follows a partial reconcile the same way (a full one
+        // is redone by `sync_semantic`): the documents that go, and the paths that come.
+        let gone: Vec<u64> = if only.is_some() {
+            stale
+                .iter()
+                .filter_map(|id| Some((*id, lexical.paths.get(id)?.chunks)))
+                .flat_map(|(id, chunks)| (0..chunks).map(move |o| doc_key(id, o)))
+                .collect()
+        } else {
+            Vec::new()
+        };
         for id in stale {
             lexical.remove_path(id);
         }
@@ -844,6 +878,7 @@ impl Engine {
             .iter()
             .filter(|e| !lexical.paths.contains_key(&e.path_id))
             .collect();
+        let added: Vec<(u32, i64)> = missing.iter().map(|e| (e.path_id, e.file_hash)).collect();
         // Documents prepared from fresh content are used as they are; the rest are rebuilt
         // from stored chunks (SQLite reads are sequential, analysis runs in parallel).
         let mut analyzed: Vec<(&ViewEntry, PathDocs)> = Vec::with_capacity(missing.len());
@@ -873,6 +908,12 @@ impl Engine {
             lexical.bm25.compact();
         }
         lexical.generation = generation;
+        #[cfg(feature = "embed")]
+        if only.is_some() {
+            self.patch_semantic(previous, generation, &gone, &added)?;
+        }
+        #[cfg(not(feature = "embed"))]
+        let _ = (previous, gone, added);
         lexical.unsaved += changed;
         let path = self.dir.join(lexical_file(self.view));
         if lexical.snapshot_due() || (changed > 0 && !path.exists()) {
@@ -1083,16 +1124,46 @@ impl Engine {
             semantic.vectors_seen = Some(vectors);
         }
         if semantic.generation != Some(generation) {
-            let mut by_content: IntMap<i64, Vec<u64>> = IntMap::default();
+            semantic.by_content.clear();
+            semantic.by_key.clear();
             for (path_id, ordinal, hash) in reader.view_chunk_hashes(self.view)? {
-                by_content
-                    .entry(hash)
-                    .or_default()
-                    .push(doc_key(path_id, ordinal));
+                semantic.remember(doc_key(path_id, ordinal), hash);
             }
-            semantic.by_content = by_content;
             semantic.generation = Some(generation);
         }
+        Ok(())
+    }
+
+    /// Moves the semantic channel's map from `previous` to `generation` when it was current:
+    /// drops the documents `gone`, adds the chunks of the `added` (path id, file version).
+    #[cfg(feature = "embed")]
+    fn patch_semantic(
+        &self,
+        previous: u64,
+        generation: u64,
+        gone: &[u64],
+        added: &[(u32, i64)],
+    ) -> Result<()> {
+        let mut slot = self
+            .semantic
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(semantic) = slot.as_mut() else {
+            return Ok(());
+        };
+        if semantic.generation != Some(previous) {
+            return Ok(()); // rebuilt whole by the next search
+        }
+        for key in gone {
+            semantic.forget(*key);
+        }
+        let reader = Self::lock(&self.reader);
+        for &(path_id, file_hash) in added {
+            for (ordinal, hash) in reader.chunk_hashes(file_hash)? {
+                semantic.remember(doc_key(path_id, ordinal), hash);
+            }
+        }
+        semantic.generation = Some(generation);
         Ok(())
     }
 
@@ -1428,7 +1499,7 @@ impl Engine {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Lexical::empty();
         let pool = self.pool()?;
-        pool.install(|| self.reconcile(Prepared::new()))?;
+        pool.install(|| self.reconcile(Prepared::new(), None))?;
         // reconcile may leave the save for later, or ignore a failed one; a repair must not.
         self.save_lexical()
     }
@@ -1862,7 +1933,7 @@ def slugify(text):
         assert_eq!(reasons["latin1.py"], "not valid UTF-8");
         assert_eq!(reasons["app.min.js"], "no parser");
         assert_eq!(reasons["gone.py"], "deleted");
-        let stats_now = engine.file_stats().unwrap();
+        let stats_now = engine.file_stats(None).unwrap();
         let remembered: HashMap<&str, Option<&str>> = stats_now
             .iter()
             .map(|(p, _, _, r)| (p.as_str(), r.as_deref()))
@@ -1887,7 +1958,7 @@ def slugify(text):
         assert_eq!(stats.files_removed, 1);
         assert!(
             engine
-                .file_stats()
+                .file_stats(None)
                 .unwrap()
                 .iter()
                 .all(|(_, _, _, reason)| reason.is_some())
@@ -2268,5 +2339,62 @@ def slugify(text):
         assert!(!stats.vectors.is_empty());
         assert_eq!(graph_len(), before - stats.vectors.len());
         assert_eq!(engine.health(false, graph).unwrap(), Health::default());
+    }
+
+    #[cfg(feature = "embed")]
+    #[test]
+    fn a_partial_reconcile_patches_the_semantic_map_as_a_full_rebuild_would() {
+        let repo = Repo::new(&[("auth.py", AUTH), ("util.py", UTIL), ("copy.py", UTIL)]);
+        let engine = repo.open();
+        let all = repo.inputs(&["auth.py", "util.py", "copy.py"]);
+        engine.update(repo.root.path(), &all, &[], 1 << 20).unwrap();
+        let embedder = Arc::new(Trigrams {
+            calls: AtomicUsize::new(0),
+        });
+        let options = crate::semantic::SemanticOptions::default();
+        engine.set_embedder("trigrams", embedder, options).unwrap();
+        let map = || {
+            let slot = engine.semantic.read().unwrap();
+            let semantic = slot.as_ref().unwrap();
+            let mut pairs: Vec<(u64, i64)> =
+                semantic.by_key.iter().map(|(k, h)| (*k, *h)).collect();
+            pairs.sort_unstable();
+            let mut keys: Vec<(i64, Vec<u64>)> = semantic
+                .by_content
+                .iter()
+                .map(|(h, k)| {
+                    let mut k = k.clone();
+                    k.sort_unstable();
+                    (*h, k)
+                })
+                .collect();
+            keys.sort_unstable();
+            (pairs, keys, semantic.generation)
+        };
+        repo.write("util.py", &UTIL.replace("slugify", "make_slug"));
+        repo.write("new.py", "def fresh():\n    return 1\n");
+        engine
+            .update(
+                repo.root.path(),
+                &repo.inputs(&["util.py", "new.py"]),
+                &["copy.py".to_owned()],
+                1 << 20,
+            )
+            .unwrap();
+        let patched = map();
+        assert_eq!(
+            patched.2,
+            Some(engine.lexical.read().unwrap().generation),
+            "patched in place, not left for a rebuild"
+        );
+        engine
+            .semantic
+            .write()
+            .unwrap()
+            .as_mut()
+            .unwrap()
+            .generation = None;
+        engine.sync_semantic().unwrap();
+        assert_eq!(map(), patched);
     }
 }

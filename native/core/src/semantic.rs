@@ -30,6 +30,8 @@ pub(crate) struct Semantic {
     pub(crate) graph: VectorIndex,
     /// Content hash -> lexical document keys of the view, as of `generation`.
     pub(crate) by_content: IntMap<i64, Vec<u64>>,
+    /// Document key -> content hash: the reverse of `by_content`, to patch it per path.
+    pub(crate) by_key: IntMap<u64, i64>,
     pub(crate) generation: Option<u64>,
     /// The store's vectors counter when the graph was last matched with it.
     pub(crate) vectors_seen: Option<Option<String>>,
@@ -83,10 +85,30 @@ impl Semantic {
             embedder,
             graph,
             by_content: IntMap::default(),
+            by_key: IntMap::default(),
             generation: None,
             vectors_seen: None,
             quantization,
         })
+    }
+
+    /// Maps the document `key` to its content `hash`.
+    pub(crate) fn remember(&mut self, key: u64, hash: i64) {
+        self.by_content.entry(hash).or_default().push(key);
+        self.by_key.insert(key, hash);
+    }
+
+    /// Drops the document `key` from the map.
+    pub(crate) fn forget(&mut self, key: u64) {
+        let Some(hash) = self.by_key.remove(&key) else {
+            return;
+        };
+        if let Some(keys) = self.by_content.get_mut(&hash) {
+            keys.retain(|k| *k != key);
+            if keys.is_empty() {
+                self.by_content.remove(&hash);
+            }
+        }
     }
 
     /// Replaces the graph with the saved one if that holds every stored vector (and this one

@@ -166,6 +166,10 @@ pub fn embedding_text(c: &Chunk) -> String {
 pub const DEFAULT_VIEW: i64 = 1;
 const UNNAMED_VIEW: &str = "worktree";
 
+/// One row of [`Store::file_stats`]: path, mtime in ns, size, and the reason a file is
+/// remembered as skipped (none for indexed files).
+pub type FileStat = (String, i64, i64, Option<String>);
+
 /// What [`Store::collect_garbage`] deleted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GcStats {
@@ -451,6 +455,90 @@ impl Store {
         Ok((generation, view))
     }
 
+    /// The generation and the entries of `paths` (those in the view) in one transaction.
+    pub fn snapshot_of(&self, view_id: i64, paths: &[&str]) -> Result<(u64, Vec<ViewEntry>)> {
+        let tx = self.conn.unchecked_transaction()?;
+        let generation = self.generation(view_id)?;
+        let entries = self.view_entries(view_id, paths)?;
+        tx.finish()?;
+        Ok((generation, entries))
+    }
+
+    /// The entries of `paths` that are in the view (a lookup each: for a few paths of a large
+    /// view, far cheaper than reading it all).
+    pub fn view_entries(&self, view_id: i64, paths: &[&str]) -> Result<Vec<ViewEntry>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT v.id, v.path, v.file_hash, f.language, v.mtime_ns, v.size
+             FROM view_files v JOIN files f ON f.hash = v.file_hash
+             WHERE v.view_id = ?1 AND v.path = ?2",
+        )?;
+        let mut out = Vec::new();
+        for path in paths {
+            let row = stmt
+                .query_row(params![view_id, path], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, i64>(4)?,
+                        r.get::<_, i64>(5)?,
+                    ))
+                })
+                .optional()?;
+            if let Some(row) = row {
+                out.push(self.entry(row)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn entry(&self, row: (i64, String, i64, String, i64, i64)) -> Result<ViewEntry> {
+        let (id, path, file_hash, language, mtime_ns, size) = row;
+        Ok(ViewEntry {
+            path_id: self.path_id(id)?,
+            path,
+            file_hash,
+            language: self.language(&language)?,
+            mtime_ns,
+            size,
+        })
+    }
+
+    /// `(path, mtime_ns, size, skip reason)` of the view's files and remembered skips, all
+    /// of them or those at or below the paths `under`: the stat-based delta of a re-index
+    /// needs no more (no join: this is read on every run).
+    pub fn file_stats(&self, view_id: i64, under: Option<&[&str]>) -> Result<Vec<FileStat>> {
+        let mut out = Vec::new();
+        for (table, reason) in [("view_files", "NULL"), ("skipped_files", "reason")] {
+            let select =
+                format!("SELECT path, mtime_ns, size, {reason} FROM {table} WHERE view_id = ?1");
+            let mut read = |stmt: &mut rusqlite::CachedStatement<'_>,
+                            params: &[&dyn rusqlite::ToSql]|
+             -> Result<()> {
+                let rows =
+                    stmt.query_map(params, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+                for row in rows {
+                    out.push(row?);
+                }
+                Ok(())
+            };
+            match under {
+                None => read(&mut self.conn.prepare_cached(&select)?, &[&view_id])?,
+                Some(paths) => {
+                    // The path itself, or anything in [path + "/", path + "0"): '0' follows '/'.
+                    let mut stmt = self.conn.prepare_cached(&format!(
+                        "{select} AND (path = ?2 OR (path >= ?2 || '/' AND path < ?2 || '0'))"
+                    ))?;
+                    for path in paths {
+                        read(&mut stmt, &[&view_id, path])?;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Every path of the view.
     pub fn view(&self, view_id: i64) -> Result<Vec<ViewEntry>> {
         let mut stmt = self.conn.prepare_cached(
@@ -470,15 +558,7 @@ impl Store {
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, path, file_hash, language, mtime_ns, size) = row?;
-            out.push(ViewEntry {
-                path_id: self.path_id(id)?,
-                path,
-                file_hash,
-                language: self.language(&language)?,
-                mtime_ns,
-                size,
-            });
+            out.push(self.entry(row?)?);
         }
         Ok(out)
     }
@@ -713,6 +793,20 @@ impl Store {
     }
 
     /// `(path id, ordinal, content hash)` of every chunk in the view.
+    /// `(ordinal, content hash)` of each chunk of a file version.
+    pub fn chunk_hashes(&self, file_hash: i64) -> Result<Vec<(u32, i64)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT ordinal, content_hash FROM chunks WHERE file_hash = ?1")?;
+        let rows = stmt.query_map([file_hash], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?)))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (ordinal, hash) = row?;
+            out.push((u32::try_from(ordinal).unwrap_or(u32::MAX), hash));
+        }
+        Ok(out)
+    }
+
     pub fn view_chunk_hashes(&self, view_id: i64) -> Result<Vec<(u32, u32, i64)>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT v.id, c.ordinal, c.content_hash

@@ -154,9 +154,19 @@ impl NativeIndex {
             .take();
     }
 
-    fn file_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    #[pyo3(signature = (under = None))]
+    fn file_stats<'py>(
+        &self,
+        py: Python<'py>,
+        under: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let engine = self.engine()?;
-        let stats = py.detach(|| engine.file_stats()).map_err(to_py)?;
+        let under: Option<Vec<&str>> = under
+            .as_ref()
+            .map(|u| u.iter().map(String::as_str).collect());
+        let stats = py
+            .detach(|| engine.file_stats(under.as_deref()))
+            .map_err(to_py)?;
         let out = PyDict::new(py);
         for (path, mtime_ns, size, reason) in stats {
             out.set_item(path, (mtime_ns, size, reason))?;
