@@ -4,8 +4,10 @@ an embedding engine; garbage collection follows `gc-grace`."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from coderecall import CodeIndex
@@ -37,7 +39,10 @@ def test_health_reports_damage_and_repair_rebuilds_from_the_store(
     graphs = list((root / ".git" / "coderecall").glob("vectors-*.usearch"))
     assert len(graphs) == 1
     graphs[0].write_bytes(b"\0" * 100)  # a torn or corrupted file
-    (root / ".git" / "coderecall" / ".lexical-1.bin.9.9.9.tmp").write_bytes(b"left over")
+    leftover = root / ".git" / "coderecall" / ".lexical-1.bin.9.9.9.tmp"
+    leftover.write_bytes(b"left over")
+    an_hour_ago = time.time() - 3600  # younger ones may be a write in progress
+    os.utime(leftover, (an_hour_ago, an_hour_ago))
 
     checked = cli(root, "health", "--json")
     assert checked.returncode == 1, checked.stderr

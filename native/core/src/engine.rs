@@ -39,6 +39,9 @@ pub fn lexical_file(view: i64) -> String {
 const LEGACY_LEXICAL_FILE: &str = "lexical.bin";
 /// Bytes inspected for NUL when deciding whether a file is binary (the same rule as git).
 const BINARY_SNIFF_BYTES: usize = 8000;
+/// A temporary file this old was left by a killed write (a snapshot or graph is written in
+/// well under a minute); younger ones may still be in use by another process.
+const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(600);
 /// Meta key bumped whenever the stored vectors change and the graph file was saved after.
 #[cfg(feature = "embed")]
 const VECTORS_META: &str = "vectors";
@@ -1372,6 +1375,9 @@ impl Engine {
     /// Store errors; nothing is deleted then.
     pub fn collect_garbage(&self, grace: std::time::Duration) -> Result<GcStats> {
         let stats = Self::lock(&self.writer).collect_garbage(grace)?;
+        for path in self.leftover_files() {
+            let _ = fs::remove_file(path); // best effort: another sweep may be first
+        }
         #[cfg(feature = "embed")]
         if !stats.vectors.is_empty() {
             if let Some(semantic) = self
@@ -1578,19 +1584,27 @@ impl Engine {
         self.announce_vectors()
     }
 
-    /// Temporary files of snapshot and graph writes that never reached their rename.
+    /// Temporary files of snapshot and graph writes that never reached their rename: older
+    /// than any write takes, so their writer is gone (killed mid-write).
     fn leftover_files(&self) -> Vec<PathBuf> {
         let Ok(entries) = fs::read_dir(&self.dir) else {
             return Vec::new();
         };
+        let abandoned = |entry: &fs::DirEntry| {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age >= LEFTOVER_AGE))
+        };
         entries
             .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name().and_then(|n| n.to_str()).is_some_and(|name| {
+            .filter(|e| {
+                e.file_name().to_str().is_some_and(|name| {
                     (name.starts_with('.') && name.ends_with(".tmp")) || name.contains(".tmp-")
                 })
             })
+            .filter(abandoned)
+            .map(|e| e.path())
             .collect()
     }
 }
@@ -2303,13 +2317,31 @@ def slugify(text):
         let graph_file =
             crate::vectors::VectorIndex::path_in(repo.index.path(), "trigrams", Quantization::F16);
         fs::write(&graph_file, b"not a graph").unwrap();
-        fs::write(repo.index.path().join(".lexical-1.bin.1.2.3.tmp"), b"x").unwrap();
+        let leftover = repo.index.path().join(".lexical-1.bin.1.2.3.tmp");
+        fs::write(&leftover, b"x").unwrap();
+        let killed_long_ago = std::time::SystemTime::now() - 2 * LEFTOVER_AGE;
+        fs::File::options()
+            .write(true)
+            .open(&leftover)
+            .unwrap()
+            .set_modified(killed_long_ago)
+            .unwrap();
+        fs::write(
+            repo.index.path().join(".lexical-1.bin.4.5.6.tmp"),
+            b"in use",
+        )
+        .unwrap();
         let found = engine.health(false, graph).unwrap();
         assert_eq!(found.problems.len(), 3, "{found:?}");
         assert!(found.repaired.is_empty());
         let calls = embedder.calls.load(Ordering::SeqCst);
         let repaired = engine.health(true, graph).unwrap();
         assert_eq!(repaired.repaired.len(), 3, "{repaired:?}");
+        assert!(!leftover.exists());
+        assert!(
+            repo.index.path().join(".lexical-1.bin.4.5.6.tmp").exists(),
+            "a write that may be in progress is left alone"
+        );
         assert_eq!(engine.health(false, graph).unwrap(), Health::default());
         assert_eq!(
             embedder.calls.load(Ordering::SeqCst),

@@ -475,16 +475,7 @@ impl Store {
         let mut out = Vec::new();
         for path in paths {
             let row = stmt
-                .query_row(params![view_id, path], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, i64>(4)?,
-                        r.get::<_, i64>(5)?,
-                    ))
-                })
+                .query_row(params![view_id, path], entry_row)
                 .optional()?;
             if let Some(row) = row {
                 out.push(self.entry(row)?);
@@ -493,7 +484,7 @@ impl Store {
         Ok(out)
     }
 
-    fn entry(&self, row: (i64, String, i64, String, i64, i64)) -> Result<ViewEntry> {
+    fn entry(&self, row: EntryRow) -> Result<ViewEntry> {
         let (id, path, file_hash, language, mtime_ns, size) = row;
         Ok(ViewEntry {
             path_id: self.path_id(id)?,
@@ -546,16 +537,7 @@ impl Store {
              FROM view_files v JOIN files f ON f.hash = v.file_hash
              WHERE v.view_id = ?1",
         )?;
-        let rows = stmt.query_map([view_id], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, i64>(4)?,
-                r.get::<_, i64>(5)?,
-            ))
-        })?;
+        let rows = stmt.query_map([view_id], entry_row)?;
         let mut out = Vec::new();
         for row in rows {
             out.push(self.entry(row?)?);
@@ -1118,6 +1100,20 @@ impl Store {
             languages,
         })
     }
+}
+
+/// A view entry as SQLite returns it: id, path, file hash, language, mtime, size.
+type EntryRow = (i64, String, i64, String, i64, i64);
+
+fn entry_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EntryRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    ))
 }
 
 fn unix_now() -> i64 {
