@@ -153,6 +153,35 @@ def _parser() -> argparse.ArgumentParser:
     _common(health)
     health.set_defaults(command=_health)
 
+    mcp = commands.add_parser(
+        "mcp", help="serve the index to AI agents over MCP (stdio, or streamable HTTP)"
+    )
+    mcp.add_argument("path", nargs="?", default=".", help="project root (default: .)")
+    mcp.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio for an agent that starts the server (default), http to serve many",
+    )
+    mcp.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind with --transport http (default: 127.0.0.1; others need a token)",
+    )
+    mcp.add_argument(
+        "--port", type=_positive_int, default=8765, help="port for --transport http (default: 8765)"
+    )
+    mcp.add_argument(
+        "--token",
+        help="bearer token HTTP requests must carry (default: $CODERECALL_MCP_TOKEN)",
+    )
+    mcp.add_argument(
+        "--force-root",
+        action="store_true",
+        help="accept a root without a project marker, the home directory or /",
+    )
+    mcp.set_defaults(command=_mcp)
+
     model = commands.add_parser("model", help="manage local embedding models")
     models = model.add_subparsers(title="model commands", required=True, metavar="ACTION")
     listing = models.add_parser("list", help="models in the model cache")
@@ -478,6 +507,24 @@ def _health(args: argparse.Namespace) -> int:
             rows.append(("state", "problems remain (`coderecall health --repair` rebuilds)"))
         _print_rows(console, rows)
     return 0 if after.ok else 1
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    """Serves until the client closes stdin (stdio) or Ctrl-C (HTTP); logs go to stderr,
+    since in stdio mode stdout carries the protocol."""
+    from ._mcp import serve  # the MCP SDK is loaded only by those who serve
+
+    # The SDK gives the root logger a handler of its own; ours already prints coderecall's.
+    logging.getLogger("coderecall").propagate = False
+    serve(
+        args.path,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        force=args.force_root,
+    )
+    return 0
 
 
 def _print_status(console: Console, status: IndexStatus) -> None:

@@ -28,6 +28,8 @@ key                    type         default    meaning
                                                used for this long are deleted
 ``watch-debounce``     duration     ``300ms``  quiet time a watcher waits for before it
                                                indexes a burst of changes
+``mcp-token-cap``      int >= 1     ``4000``   most tokens one answer of ``coderecall mcp``
+                                               may hold (estimated; whole hits are dropped)
 =====================  ===========  =========  ===============================================
 
 The ``[embedding]`` table (``[tool.coderecall.embedding]`` in ``pyproject.toml``; in the
@@ -127,6 +129,7 @@ class Config:
     per_file: int = 4
     gc_grace: float = 7 * 24 * 3600.0
     watch_debounce: float = 0.3
+    mcp_token_cap: int = 4000
     embedding_provider: str = "auto"
     embedding_model: str | None = None
     embedding_base_url: str | None = None
@@ -443,6 +446,7 @@ _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "per_file": _to_count,
     "gc_grace": _to_duration,
     "watch_debounce": _to_duration,
+    "mcp_token_cap": _to_count,
     "embedding_provider": _one_of(PROVIDER_NAMES),
     "embedding_model": _to_optional_text,
     "embedding_base_url": _to_optional_text,

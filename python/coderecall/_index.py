@@ -104,6 +104,7 @@ class CodeIndex:
         self._built = False
         self._embedding: EmbeddingChoice | None = None
         self._semantic_on: NativeIndex | None = None  # the handle the model was given to
+        self._semantic_lock = threading.Lock()
 
     @property
     def root(self) -> Path:
@@ -340,6 +341,10 @@ class CodeIndex:
 
     def _semantic(self, native: NativeIndex) -> EmbeddingChoice:
         """The configured embedding engine, chosen once and handed to ``native``."""
+        with self._semantic_lock:  # searches and an update may race here (an MCP server)
+            return self._semantic_locked(native)
+
+    def _semantic_locked(self, native: NativeIndex) -> EmbeddingChoice:
         if self._embedding is None:
             self._embedding = select_embedding(self._config, recorded=_recorded_embedding(native))
         choice = self._embedding
