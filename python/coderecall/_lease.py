@@ -86,9 +86,10 @@ class WriteLease:
                     pass
                 if deadline is not None and time.monotonic() >= deadline:
                     waited = "" if wait is False else f" after waiting {wait:g} s"
+                    holder = self._holder()
                     raise IndexBusyError(
-                        f"another process is writing the index{waited}: {self._holder()}",
-                        holder=self._holder(),
+                        f"another process is writing the index{waited}: {holder}",
+                        holder=holder,
                     )
                 if not told:
                     _log.warning(

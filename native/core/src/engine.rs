@@ -568,8 +568,9 @@ impl Engine {
         }
     }
 
-    /// The view as `(path, mtime_ns, size, skip reason)`, for the caller's stat-based delta:
-    /// indexed files have no reason; remembered skips have theirs.
+    /// The view as `(path, mtime_ns, size, skip reason)`, for the caller's stat-based delta
+    /// (only the paths at or below `under` when given): indexed files have no reason;
+    /// remembered skips have theirs.
     pub fn file_stats(&self, under: Option<&[&str]>) -> Result<Vec<FileStat>> {
         Self::lock(&self.reader).file_stats(self.view, under)
     }

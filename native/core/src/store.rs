@@ -423,11 +423,6 @@ impl Store {
     }
 
     pub fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
-        if key == "generation" {
-            return Err(Error::InvalidArgument(
-                "the generation is managed by the store".into(),
-            ));
-        }
         self.conn.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
