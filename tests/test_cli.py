@@ -89,6 +89,19 @@ def test_search_json_fields(project: Path) -> None:
     assert "def refresh_access_token" in hits[0]["content"]
 
 
+def test_peek_is_search_without_the_text(project: Path) -> None:
+    query = ["refresh the access token", "--path", str(project), "--json"]
+    peeked = json.loads(run("peek", *query).stdout)
+    searched = json.loads(run("search", *query).stdout)
+    assert peeked
+    assert all(hit["content"] is None for hit in peeked)
+    assert [hit["path"] for hit in peeked] == [hit["path"] for hit in searched]
+    people = run("peek", *query[:-1])
+    assert people.returncode == 0, people.stderr
+    assert "src/shop/auth.py" in people.stdout
+    assert "def refresh_access_token" not in people.stdout
+
+
 def test_search_filters_and_no_content(project: Path) -> None:
     args = ["search", "token cart request config", "--path", str(project), "--json"]
     result = run(*args, "--lang", "go", "--lang", "rust", "--no-content", "--limit", "3")

@@ -116,6 +116,13 @@ def _parser() -> argparse.ArgumentParser:
     _result_options(search)
     search.set_defaults(command=_search)
 
+    peek = commands.add_parser(
+        "peek", help="where the best matches are, without their text (saves tokens)"
+    )
+    peek.add_argument("query", help="identifier, path fragment or plain words")
+    _result_options(peek)
+    peek.set_defaults(command=_search, no_content=True)
+
     similar = commands.add_parser("similar", help="find code like a chunk or a snippet")
     similar.add_argument(
         "target", help="FILE:LINE (the chunk holding that line), or - to read code from stdin"
