@@ -8,7 +8,9 @@ an edit would leak into the cache), made once under the cache and reused once a 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,3 +125,50 @@ def many_files(cache: Path, root: Path, paths: Sequence[str], count: int) -> Pat
         shutil.copy2(root / path, copy)
     done.write_text("")
     return target
+
+
+_GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+}
+
+
+def git(root: Path, *args: str) -> None:
+    """Runs git in ``root`` with no user configuration and a fixed identity."""
+    subprocess.run(
+        ["git", *args], cwd=root, env={**os.environ, **_GIT_ENV}, check=True, capture_output=True
+    )
+
+
+def module_path(root: Path, n: int) -> Path:
+    """Where :func:`generated_repo` puts module ``n``: folders of 50 modules."""
+    return root / f"pkg_{n // 50}" / f"module_{n}.py"
+
+
+def python_module(n: int, functions: int, variant: str = "") -> str:
+    """Module ``n`` of a generated tree: ``functions`` definitions, each long enough to be
+    its own chunk; ``variant`` renames them all (another version of the same file)."""
+    body = "".join(
+        f"def handler_{n}_{f}{variant}(request, limit=10):\n"
+        f'    """Handle request {n}.{f} within a limit."""\n'
+        + "".join(f"    step_{k} = request.get('field_{k}', {k}) * limit\n" for k in range(8))
+        + "    return step_0\n\n\n"
+        for f in range(functions)
+    )
+    return f'"""Module {n}."""\n\n\n{body}'
+
+
+def generated_repo(root: Path, files: int, functions: int) -> None:
+    """A git repository of ``files`` generated Python modules, committed on ``main``."""
+    for n in range(files):
+        path = module_path(root, n)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(python_module(n, functions), encoding="utf-8")
+    (root / "pyproject.toml").write_text('[project]\nname = "bench"\n', encoding="utf-8")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "tree")

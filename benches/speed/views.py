@@ -15,7 +15,6 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,42 +23,9 @@ from pathlib import Path
 
 from coderecall import CodeIndex
 
-_GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.com",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.com",
-}
+from .trees import generated_repo, git, module_path, python_module
+
 _NEVER = {"gc_grace": 10 * 365 * 86400, "embedding": {"provider": "none"}}  # no GC unless asked
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", *args], cwd=root, env={**os.environ, **_GIT_ENV}, check=True, capture_output=True
-    )
-
-
-def module(n: int, functions: int, variant: str = "") -> str:
-    """One Python file of ``functions`` definitions, each long enough to be its own chunk."""
-    body = "".join(
-        f"def handler_{n}_{f}{variant}(request, limit=10):\n"
-        + "".join(f"    step_{k} = request.get('field_{k}', {k}) * limit\n" for k in range(12))
-        + "    return step_0\n\n\n"
-        for f in range(functions)
-    )
-    return f'"""Module {n}."""\n\n\n{body}'
-
-
-def make_repo(root: Path, files: int, functions: int) -> None:
-    for n in range(files):
-        path = root / f"pkg{n % 50}" / f"module_{n}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(module(n, functions))
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "initial")
 
 
 def timed(work: Callable[[], object]) -> float:
@@ -77,7 +43,7 @@ def noop_and_cold(
 ) -> list[tuple[str, float, float]]:
     with tempfile.TemporaryDirectory(prefix="cr-views-") as tmp:
         root = Path(tmp) / "repo"
-        make_repo(root, files, 1)
+        generated_repo(root, files, 1)
         cold = []
         for run in range(runs):
             with CodeIndex(root, {"index_dir": Path(tmp) / f"cold-{run}", **_NEVER}) as index:
@@ -96,11 +62,10 @@ def branch_switch(
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="cr-views-") as tmp:
             root = Path(tmp) / "repo"
-            make_repo(root, files, 1)
+            generated_repo(root, files, 1)
             git(root, "checkout", "-q", "-b", "feature")
             for n in range(touched):
-                path = root / f"pkg{n % 50}" / f"module_{n}.py"
-                path.write_text(module(n, 1, variant="_v2"))
+                module_path(root, n).write_text(python_module(n, 1, variant="_v2"))
             git(root, "commit", "-q", "-am", "feature")
             git(root, "checkout", "-q", "main")
             with CodeIndex(root, _NEVER) as index:
@@ -134,12 +99,11 @@ def garbage(chunks: int, runs: int, log: Callable[[str], None]) -> list[tuple[st
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="cr-views-") as tmp:
             root = Path(tmp) / "repo"
-            make_repo(root, files, per_file)
+            generated_repo(root, files, per_file)
             with CodeIndex(root, _NEVER) as index:
                 cold.append(timed(lambda: index.index(progress=False)))
                 for n in range(files):
-                    path = root / f"pkg{n % 50}" / f"module_{n}.py"
-                    path.write_text(module(n, per_file, variant="_new"))
+                    module_path(root, n).write_text(python_module(n, per_file, variant="_new"))
                 index.index(progress=False)
             native = CodeIndex(root, {"gc_grace": 0, "embedding": {"provider": "none"}})
             with native:

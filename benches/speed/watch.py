@@ -18,8 +18,6 @@ is slower than a release wheel, and the header says which one ran.
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,6 +31,7 @@ from coderecall._watch import Watcher
 from .report import table
 from .run import load, machine, native_build
 from .stats import fmt_ms, median, percentile
+from .trees import generated_repo, module_path
 
 FILES = 2_000
 QUICK_FILES = 200
@@ -53,27 +52,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="quiet time in seconds (default: the watch-debounce setting, 0.3)",
     )
     return parser.parse_args(argv)
-
-
-def generate(root: Path, files: int) -> Path:
-    """``files`` modules in folders of 50, each with a dozen small functions; returns the
-    module the benchmark edits."""
-    for n in range(files):
-        body = "".join(
-            f"def handler_{n}_{f}(request, limit={f}):\n"
-            f'    """Handle request {n}.{f} within a limit."""\n'
-            f"    return [item for item in request.items if item.size < limit * {n + 1}]\n\n\n"
-            for f in range(FUNCTIONS_PER_FILE)
-        )
-        path = root / f"pkg_{n // 50}" / f"module_{n}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(body, encoding="utf-8")
-    (root / "pyproject.toml").write_text('[project]\nname = "bench"\n', encoding="utf-8")
-    if shutil.which("git"):
-        identity = ["-c", "user.name=bench", "-c", "user.email=bench@example.com"]
-        for args in (["init", "-q"], ["add", "-A"], [*identity, "commit", "-q", "-m", "tree"]):
-            subprocess.run(["git", *args], cwd=root, check=True)
-    return root / "pkg_0" / "module_0.py"
 
 
 class Flushes:
@@ -124,7 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="coderecall-watch-bench-") as folder:
         root = Path(folder) / "tree"
         root.mkdir()
-        target = generate(root, files)
+        generated_repo(root, files, FUNCTIONS_PER_FILE)
+        target = module_path(root, 0)
         config: dict[str, object] = {"embedding_provider": "none"}
         if args.debounce is not None:
             config["watch_debounce"] = args.debounce

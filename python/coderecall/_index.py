@@ -15,6 +15,7 @@ import posixpath
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -272,11 +273,9 @@ class CodeIndex:
             if isinstance(model, str) and isinstance(dims, int)
             else None
         )
-        if repair:
-            with WriteLease(self._index_dir, "repairing").hold(wait):
-                found = native.health(True, vectors)
-        else:
-            found = native.health(False, vectors)
+        lease = WriteLease(self._index_dir, "repairing").hold(wait) if repair else nullcontext()
+        with lease:
+            found = native.health(repair, vectors)
         return HealthReport(self._index_dir, tuple(found["problems"]), tuple(found["repaired"]))
 
     def _update(
