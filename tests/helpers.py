@@ -220,3 +220,51 @@ def large_project(modules: int = 2000) -> dict[str, str]:
     }
     files["setup.py"] = "from setuptools import setup\n\nsetup()\n"
     return files
+
+
+# The sample project plus a chain of calls across modules, for the call graph and context:
+# handle_checkout_request -> checkout -> TokenStore.refresh_access_token -> issue_token,
+# and checkout -> compute_invoice_total (all resolved or inferred).
+CALLS_PROJECT: dict[str, str] = {
+    **SAMPLE_PROJECT,
+    "src/shop/checkout.py": '''\
+"""Checking out a cart: the customer's token is refreshed, then the invoice is totalled."""
+
+from shop.auth import TokenStore
+from shop.billing import LineItem, compute_invoice_total
+
+
+def checkout(store: TokenStore, token: str, items: list[LineItem]) -> tuple[str, float]:
+    """Charge the customer for the items and hand back a fresh token."""
+    fresh = store.refresh_access_token(token)
+    return fresh, compute_invoice_total(items, 0.2)
+''',
+    "src/shop/api.py": '''\
+"""HTTP handlers of the shop."""
+
+from shop.checkout import checkout
+
+
+def handle_checkout_request(request: dict) -> dict:
+    """POST /checkout: run the checkout for the request's cart."""
+    fresh, total = checkout(request["store"], request["token"], request["items"])
+    return {"token": fresh, "total": total}
+''',
+}
+
+# A folder of documents to add as a knowledge base (outside the project root).
+HANDBOOK: dict[str, str] = {
+    "runbook.md": """\
+# Runbook
+
+## Rotating the signing secret
+
+Generate a new secret, deploy it to every worker, then invalidate the refresh tokens issued
+with the old one. Customers sign in again once.
+""",
+    "onboarding/first-week.md": """\
+# First week
+
+Read the runbook, pair on a deployment, and ship one small fix to the checkout flow.
+""",
+}

@@ -11,11 +11,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import coderecall
-from helpers import SAMPLE_PROJECT, MakeRepo, large_project
+from helpers import CALLS_PROJECT, HANDBOOK, SAMPLE_PROJECT, MakeRepo, large_project, write_files
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -244,3 +245,298 @@ def test_python_dash_m_and_console_script_agree() -> None:
     result = subprocess.run([script, "--version"], capture_output=True, text=True, check=False)
     assert result.returncode == 0
     assert result.stdout == run("--version").stdout
+
+
+# The code-intelligence commands (context, def, calls, path, kb, metrics, logs), each with
+# --json (the data the MCP tools return) and for people.
+
+
+@pytest.fixture
+def calls_project(make_repo: MakeRepo) -> Path:
+    """CALLS_PROJECT, indexed (through the CLI, so the index log has the run)."""
+    root = make_repo(CALLS_PROJECT)
+    result = run("index", str(root), "--json")
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+def run_json(*args: str) -> Any:
+    result = run(*args, "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    return json.loads(result.stdout)
+
+
+def test_context_routes(calls_project: Path) -> None:
+    where = ["--path", str(calls_project)]
+    pack = run_json("context", "compute_invoice_total", *where)
+    assert pack["route"] == "identifier"
+    assert pack["query"] == "compute_invoice_total"
+    assert (pack["budget"], pack["truncated"], pack["dropped"]) == (3000, False, 0)
+    kinds = [(item["kind"], item["path"]) for item in pack["items"]]
+    assert kinds[:2] == [("definition", "src/shop/billing.py"), ("caller", "src/shop/checkout.py")]
+    definition = pack["items"][0]
+    assert (definition["start_line"], definition["end_line"]) == (21, 24)
+    assert definition["symbol_path"] == "shop.billing.compute_invoice_total"
+    assert definition["text"].startswith("def compute_invoice_total(")
+    assert "calls it at line 10 (resolved)" in pack["items"][1]["why"]
+    assert 0 < pack["tokens"] <= pack["budget"]
+    assert pack["notes"] == ["calls not resolved to indexed code: round, sum"]
+
+    outline = run_json("context", "src/shop/auth.py", *where)
+    assert outline["route"] == "path"
+    assert outline["items"][0]["kind"] == "outline"
+    assert "L15-19 method shop.auth.TokenStore.issue_token" in outline["items"][0]["text"]
+
+    asked = run_json("context", "how are invoices totalled with tax", *where)
+    assert asked["route"] == "search"
+    assert asked["items"][0]["kind"] == "hit"
+    assert asked["items"][0]["symbol_path"] == "shop.billing.compute_invoice_total"
+
+    small = run_json("context", "TokenStore", "--budget", "120", *where)
+    assert small["budget"] == 120
+    assert small["tokens"] <= 120
+    assert small["truncated"] is True
+
+    people = run("context", "compute_invoice_total", cwd=calls_project)
+    assert people.returncode == 0, people.stderr
+    lines = people.stdout.splitlines()
+    assert lines[0].startswith(
+        "[definition] src/shop/billing.py:21-24 shop.billing.compute_invoice_total — "
+    )
+    assert "def compute_invoice_total(items: list[LineItem], tax_rate: float) -> float:" in lines
+    assert any(line.startswith("[caller] src/shop/checkout.py:") for line in lines)
+    assert re.fullmatch(r"identifier: \d+ items, \d+/3000 tokens \(.+\)", lines[-1]), lines[-1]
+    assert "\x1b[" not in people.stdout
+
+    assert_one_error_line(run("context", "  ", *where), "empty")
+    assert run("context", "x", "--budget", "0", *where).returncode == 2
+    assert_one_error_line(run("context", "x", "--budget", "50", *where), "at least 100")
+
+
+def test_def(calls_project: Path) -> None:
+    where = ["--path", str(calls_project)]
+    (found,) = run_json("def", "checkout", *where)
+    assert (found["path"], found["start_line"], found["end_line"]) == (
+        "src/shop/checkout.py",
+        7,
+        10,
+    )
+    assert (found["kind"], found["symbol_path"]) == ("function", "shop.checkout.checkout")
+    assert (found["callers"], found["callees"]) == (1, 2)
+    assert found["content"].startswith("def checkout(store: TokenStore")
+    (method,) = run_json("def", "TokenStore.issue_token", "--no-content", *where)
+    assert (method["path"], method["start_line"]) == ("src/shop/auth.py", 15)
+    assert "content" not in method
+    (by_line,) = run_json("def", "src/shop/billing.py:23", "--limit", "1", *where)
+    assert by_line["symbol_path"] == "shop.billing.compute_invoice_total"
+
+    people = run("def", "checkout", *where)
+    assert people.returncode == 0, people.stderr
+    lines = people.stdout.splitlines()
+    assert lines[0] == (
+        "src/shop/checkout.py:7-10  function shop.checkout.checkout  (callers 1, callees 2)"
+    )
+    assert lines[1].startswith("def checkout(")
+    locations = run("def", "checkout", "--no-content", *where).stdout.splitlines()
+    assert locations == lines[:1]
+
+    missing = run("def", "no_such_symbol", *where)
+    assert missing.returncode == 1
+    assert "no definition of no_such_symbol" in missing.stdout
+    assert "Traceback" not in missing.stderr
+    as_json = run("def", "no_such_symbol", "--json", *where)
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout) == []
+
+
+def test_calls(calls_project: Path) -> None:
+    where = ["--path", str(calls_project)]
+    graph = run_json("calls", "checkout", *where)
+    assert graph["symbol"]["symbol_path"] == "shop.checkout.checkout"
+    (caller,) = graph["callers"]
+    assert (caller["caller"], caller["confidence"]) == (
+        "shop.api.handle_checkout_request",
+        "resolved",
+    )
+    assert (caller["path"], caller["line"]) == ("src/shop/api.py", 8)
+    callees = {edge["callee"]: edge["confidence"] for edge in graph["callees"]}
+    assert callees == {
+        "shop.auth.TokenStore.refresh_access_token": "inferred",
+        "shop.billing.compute_invoice_total": "resolved",
+    }
+    assert graph["complete"] is True
+
+    deep = run_json("calls", "compute_invoice_total", "--callers", "--depth", "2", *where)
+    assert deep["callees"] == []
+    assert {(e["caller"], e["depth"]) for e in deep["callers"]} == {
+        ("shop.checkout.checkout", 1),
+        ("shop.api.handle_checkout_request", 2),
+    }
+
+    people = run("calls", "checkout", *where)
+    assert people.returncode == 0, people.stderr
+    lines = people.stdout.splitlines()
+    assert lines[0] == "shop.checkout.checkout  src/shop/checkout.py:7-10"
+    assert lines[1] == "callers:"
+    assert "  shop.api.handle_checkout_request  src/shop/api.py:8  (resolved)" in lines
+    assert "callees:" in lines
+    assert "  shop.billing.compute_invoice_total  src/shop/checkout.py:10  (resolved)" in lines
+    only_callees = run("calls", "checkout", "--callees", *where).stdout
+    assert "callers:" not in only_callees
+    assert "shop.auth.TokenStore.refresh_access_token" in only_callees
+    leaf = run("calls", "handle_checkout_request", "--callers", *where).stdout.splitlines()
+    assert leaf[1:3] == ["callers:", "  none"]
+    assert leaf[-1].startswith("note: no call of this name anywhere in the index")
+    external = run("calls", "issue_token", "--callees", *where).stdout
+    assert "hmac.new  src/shop/auth.py:17  (unresolved, external: hmac)" in external
+
+    assert_one_error_line(run("calls", "no_such_symbol", *where), "no definition of")
+    assert_one_error_line(run("calls", "checkout", "--depth", "9", *where), "depth", "1 and 5")
+    assert run("calls", "checkout", "--callers", "--callees", *where).returncode == 2
+
+
+def test_path(calls_project: Path) -> None:
+    where = ["--path", str(calls_project)]
+    chain = run_json("path", "handle_checkout_request", "issue_token", *where)
+    assert chain["found"] is True
+    assert [(e["callee"], e["line"], e["confidence"]) for e in chain["edges"]] == [
+        ("shop.checkout.checkout", 8, "resolved"),
+        ("shop.auth.TokenStore.refresh_access_token", 9, "inferred"),
+        ("shop.auth.TokenStore.issue_token", 26, "resolved"),
+    ]
+    people = run("path", "handle_checkout_request", "issue_token", *where)
+    assert people.returncode == 0, people.stderr
+    assert people.stdout.splitlines() == [
+        "shop.api.handle_checkout_request",
+        "  -> shop.checkout.checkout  src/shop/api.py:8 (resolved)",
+        "  -> shop.auth.TokenStore.refresh_access_token  src/shop/checkout.py:9 (inferred)",
+        "  -> shop.auth.TokenStore.issue_token  src/shop/auth.py:26 (resolved)",
+    ]
+
+    none = run("path", "compute_invoice_total", "issue_token", *where)
+    assert none.returncode == 1
+    assert none.stdout.startswith("no call chain: no chain of at most 8")
+    as_json = run("path", "compute_invoice_total", "issue_token", "--json", *where)
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout)["found"] is False
+    short = run("path", "handle_checkout_request", "issue_token", "--max-depth", "2", *where)
+    assert short.returncode == 1
+    assert_one_error_line(run("path", "checkout", "no_such_symbol", *where), "no definition")
+    assert_one_error_line(
+        run("path", "checkout", "issue_token", "--max-depth", "13", *where), "max_depth"
+    )
+
+
+@pytest.mark.slow
+def test_knowledge_bases_and_search_source(calls_project: Path, tmp_path: Path) -> None:
+    where = ["--path", str(calls_project)]
+    handbook = tmp_path / "handbook"
+    write_files(handbook, HANDBOOK)
+    assert run_json("kb", "list", *where) == []
+    assert "no knowledge bases" in run("kb", "list", *where).stdout
+
+    added = run_json("kb", "add", str(handbook), *where)
+    assert (added["name"], added["path"]) == ("handbook", str(handbook))
+    assert (added["files"], added["exists"]) == (len(HANDBOOK), True)
+    assert added["chunks"] >= len(HANDBOOK)
+    # A second one from a folder relative to the working directory, indexed by the next run.
+    write_files(tmp_path / "notes", {"ideas.txt": "Gift cards for the checkout.\n"})
+    later = run("kb", "add", "../notes", "--no-index", cwd=calls_project)
+    assert later.returncode == 0, later.stderr
+    assert later.stdout.strip() == f"knowledge base notes: {tmp_path / 'notes'} (0 files, 0 chunks)"
+
+    listed = run_json("kb", "list", *where)
+    assert [(kb["name"], kb["files"]) for kb in listed] == [("handbook", 2), ("notes", 0)]
+    assert listed[1]["last_indexed"] is None
+    assert run("index", str(calls_project)).returncode == 0
+    assert [kb["files"] for kb in run_json("kb", "list", *where)] == [2, 1]
+    people = run("kb", "list", *where).stdout.splitlines()
+    assert people[0] == f"handbook  {handbook}  2 files, {added['chunks']} chunks"
+
+    query = ["search", "rotating the signing secret", *where]
+    alone = run_json(*query, "--source", "handbook")
+    assert alone
+    assert {hit["source"] for hit in alone} == {"handbook"}
+    assert alone[0]["path"] == "runbook.md"
+    code = run_json(*query, "--source", "code")
+    assert code
+    assert {hit["source"] for hit in code} == {"code"}
+    both = run_json(*query, "--source", "handbook", "--source", "code", "--limit", "20")
+    assert {hit["source"] for hit in both} == {"handbook", "code"}
+    peeked = run_json("peek", "checkout flow", *where, "--source", "handbook")
+    assert [hit["path"] for hit in peeked] == ["onboarding/first-week.md"]
+    assert peeked[0]["content"] is None
+    people_hits = run(*query, "--source", "handbook")
+    assert people_hits.returncode == 0, people_hits.stderr
+    assert people_hits.stdout.startswith("runbook.md:")
+    assert_one_error_line(run(*query, "--source", "nope"), "unknown source 'nope'")
+
+    assert_one_error_line(run("kb", "add", str(tmp_path / "missing"), *where), "not a folder")
+    assert_one_error_line(run("kb", "add", str(calls_project / "src"), *where), "inside")
+    assert_one_error_line(
+        run("kb", "add", str(handbook), "--name", "code", *where), "bad knowledge base name"
+    )
+
+    removed = run("kb", "remove", "notes", *where)
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.strip() == "removed knowledge base notes"
+    assert run_json("kb", "remove", "handbook", *where) == {"removed": True, "name": "handbook"}
+    assert run_json("kb", "list", *where) == []
+    unknown = run("kb", "remove", "handbook", *where)
+    assert unknown.returncode == 1
+    assert unknown.stdout.strip() == "no knowledge base named handbook"
+    unknown_json = run("kb", "remove", "handbook", "--json", *where)
+    assert unknown_json.returncode == 1
+    assert json.loads(unknown_json.stdout) == {"removed": False, "name": "handbook"}
+    assert_one_error_line(run(*query, "--source", "handbook"), "unknown source 'handbook'")
+
+
+def test_metrics(calls_project: Path) -> None:
+    metrics = run_json("metrics", "--path", str(calls_project))
+    assert metrics["status"]["files"] == len(CALLS_PROJECT)
+    graph = metrics["graph"]
+    assert graph["files"] == len(CALLS_PROJECT)
+    assert graph["definitions"] >= 20
+    assert graph["resolved"] >= 4
+    assert graph["inferred"] >= 3
+    assert graph["edges"] == graph["resolved"] + graph["inferred"] + graph["unresolved"]
+    assert (metrics["vectors"], metrics["embedding_model"]) == (0, None)
+    assert metrics["knowledge_bases"] == 0
+    assert metrics["operations"] == {}, "a fresh process ran nothing else"
+
+    people = run("metrics", cwd=calls_project)
+    assert people.returncode == 0, people.stderr
+    rows = dict(line.split(None, 1) for line in people.stdout.splitlines() if line)
+    assert rows["files"].startswith(f"{len(CALLS_PROJECT)} (")
+    assert re.search(r"call graph\s+\d+ definitions, \d+ edges: \d+% resolved", people.stdout)
+    assert "no embedding model" in people.stdout
+
+
+def test_logs_after_index(calls_project: Path) -> None:
+    where = ["--path", str(calls_project)]
+    entries = run_json("logs", *where)
+    indexed = [e for e in entries if e["message"].startswith(f"indexed {calls_project}: ")]
+    assert len(indexed) == 1
+    assert f"{len(CALLS_PROJECT)} files, {len(CALLS_PROJECT)} parsed" in indexed[0]["message"]
+    assert indexed[0]["level"] == "INFO"
+    assert indexed[0]["logger"] == "coderecall"
+    times = [e["time"] for e in entries]
+    assert times == sorted(times), "oldest first, as a log reads"
+
+    people = run("logs", *where)
+    assert people.returncode == 0, people.stderr
+    line = next(line for line in people.stdout.splitlines() if "indexed" in line)
+    assert re.fullmatch(
+        rf"\S+Z INFO    \[\d+\] indexed {re.escape(str(calls_project))}: .+", line
+    ), line
+
+    assert run("index", str(calls_project)).returncode == 0
+    again = run_json("logs", *where, "--contains", "INDEXED")
+    assert len(again) == 2
+    assert all("indexed" in e["message"] for e in again)
+    assert run_json("logs", *where, "--limit", "1") == run_json("logs", *where)[-1:]
+    assert run_json("logs", *where, "--level", "warning") == []
+    assert "no log records" in run("logs", *where, "--level", "error").stdout
+    assert_one_error_line(run("logs", *where, "--level", "loud"), "unknown log level")
+    assert run("logs", *where, "--limit", "0").returncode == 2

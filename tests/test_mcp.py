@@ -23,17 +23,34 @@ from mcp.types import CallToolResult, TextContent
 
 import coderecall
 from coderecall import CodeIndex
-from coderecall._mcp import McpService, estimate_tokens
-from helpers import SAMPLE_PROJECT, MakeRepo
+from coderecall._mcp import McpService, count_tokens
+from helpers import CALLS_PROJECT, HANDBOOK, SAMPLE_PROJECT, MakeRepo, write_files
 
 TOOLS = {
+    "codebase_context",
     "codebase_search",
     "codebase_peek",
+    "implementation_lookup",
+    "call_graph",
+    "call_graph_path",
     "find_similar",
     "index_codebase",
     "index_status",
     "index_health_check",
+    "index_metrics",
+    "index_logs",
+    "add_knowledge_base",
+    "list_knowledge_bases",
+    "remove_knowledge_base",
 }
+READ_ONLY = TOOLS - {
+    "index_codebase",
+    "index_health_check",
+    "add_knowledge_base",
+    "remove_knowledge_base",
+}
+DEFAULT_CAP = 4000
+"""``mcp-token-cap`` when nothing sets it: every answer of these tests must fit under it."""
 PEEK_FIELDS = {"path", "start_line", "end_line", "symbol_path", "kind", "score"}
 _PACKAGE_PARENT = str(Path(coderecall.__file__).resolve().parents[1])
 """The server subprocess imports the same coderecall as the tests."""
@@ -50,6 +67,7 @@ def _answer(result: CallToolResult) -> dict[str, Any]:
     assert not result.is_error, result.content
     (block,) = result.content
     assert isinstance(block, TextContent)
+    assert count_tokens(block.text) <= DEFAULT_CAP
     data: dict[str, Any] = json.loads(block.text)
     return data
 
@@ -76,6 +94,36 @@ async def _stdio_session(root: Path, **env: str) -> AsyncIterator[ClientSession]
         yield session
 
 
+class _Tools:
+    """Calls tools over one session; every answer, error or not, must fit under ``cap``."""
+
+    def __init__(self, session: ClientSession, cap: int = DEFAULT_CAP) -> None:
+        self.session = session
+        self.cap = cap
+        self.called: set[str] = set()
+
+    async def _text(self, name: str, arguments: dict[str, Any]) -> tuple[CallToolResult, str]:
+        result = await self.session.call_tool(name, arguments)
+        assert isinstance(result, CallToolResult)
+        self.called.add(name)
+        (block,) = result.content
+        assert isinstance(block, TextContent)
+        assert count_tokens(block.text) <= self.cap, (name, count_tokens(block.text))
+        return result, block.text
+
+    async def ok(self, tool: str, /, **arguments: Any) -> dict[str, Any]:
+        result, text = await self._text(tool, arguments)
+        assert not result.is_error, text
+        data: dict[str, Any] = json.loads(text)
+        return data
+
+    async def error(self, tool: str, /, **arguments: Any) -> str:
+        result, text = await self._text(tool, arguments)
+        assert result.is_error, text
+        assert "Traceback" not in text
+        return text
+
+
 @pytest.mark.slow
 def test_stdio_tools(make_repo: MakeRepo) -> None:
     root = make_repo(SAMPLE_PROJECT)
@@ -85,6 +133,12 @@ def test_stdio_tools(make_repo: MakeRepo) -> None:
             listed = await session.list_tools()
             assert {tool.name for tool in listed.tools} == TOOLS
             assert all(tool.description and len(tool.description) > 80 for tool in listed.tools)
+            read_only = {
+                tool.name
+                for tool in listed.tools
+                if tool.annotations is not None and tool.annotations.read_only_hint
+            }
+            assert read_only == READ_ONLY
 
             found = _answer(
                 await session.call_tool("codebase_search", {"query": "TokenStore", "limit": 5})
@@ -163,8 +217,303 @@ def test_stdio_tools(make_repo: MakeRepo) -> None:
 
 
 @pytest.mark.slow
+def test_stdio_code_intelligence(make_repo: MakeRepo) -> None:
+    """codebase_context on its three routes, implementation_lookup, call_graph,
+    call_graph_path and index_metrics, against what CALLS_PROJECT is known to hold."""
+    root = make_repo(CALLS_PROJECT)
+
+    async def run() -> None:
+        async with _stdio_session(root) as session:
+            tools = _Tools(session)
+            await tools.ok("index_codebase")  # waits for the first update: not stale below
+
+            # An identifier: its definition, then the call site of its caller.
+            found = await tools.ok("codebase_context", query="compute_invoice_total")
+            assert found["route"] == "identifier"
+            assert "stale" not in found
+            context = found["context"]
+            assert context.startswith(
+                "[definition] src/shop/billing.py:21-24 shop.billing.compute_invoice_total"
+            )
+            assert "def compute_invoice_total(items: list[LineItem], tax_rate: float)" in context
+            assert "[caller] src/shop/checkout.py:" in context
+            assert "calls it at line 10 (resolved)" in context
+            assert found["truncated"] is False
+            assert found["dropped"] == 0
+            assert 0 < found["tokens"] <= found["budget"] == 3000
+            assert found["tokenizer"]
+
+            # A path: the file's outline and head.
+            outline = await tools.ok("codebase_context", query="src/shop/auth.py")
+            assert outline["route"] == "path"
+            text = outline["context"]
+            assert text.startswith("[outline] src/shop/auth.py:1-32")
+            assert "L15-19 method shop.auth.TokenStore.issue_token (callers 2" in text
+            assert "L29-32 function shop.auth.validate_signature" in text
+            assert "[head] src/shop/auth.py:1-" in text
+            assert "import hmac" in text
+
+            # A question: search hits.
+            asked = await tools.ok("codebase_context", query="how are invoices totalled with tax")
+            assert asked["route"] == "search"
+            assert asked["context"].startswith(
+                "[hit] src/shop/billing.py:21-24 shop.billing.compute_invoice_total"
+            )
+
+            # A smaller budget is kept.
+            small = await tools.ok("codebase_context", query="TokenStore", budget=120)
+            assert small["route"] == "identifier"
+            assert small["budget"] == 120
+            assert small["tokens"] <= 120
+            assert small["truncated"] is True
+
+            definitions = (await tools.ok("implementation_lookup", symbol="checkout"))[
+                "definitions"
+            ]
+            first = definitions[0]
+            assert (first["path"], first["start_line"], first["end_line"]) == (
+                "src/shop/checkout.py",
+                7,
+                10,
+            )
+            assert (first["kind"], first["symbol_path"]) == ("function", "shop.checkout.checkout")
+            assert (first["callers"], first["callees"]) == (1, 2)
+            assert first["content"].startswith("def checkout(store: TokenStore")
+            method = await tools.ok(
+                "implementation_lookup", symbol="TokenStore.issue_token", with_content=False
+            )
+            (issue,) = method["definitions"]
+            assert (issue["path"], issue["start_line"]) == ("src/shop/auth.py", 15)
+            assert "content" not in issue
+            by_line = await tools.ok("implementation_lookup", symbol="src/shop/billing.py:23")
+            assert by_line["definitions"][0]["symbol_path"] == "shop.billing.compute_invoice_total"
+
+            graph = await tools.ok("call_graph", symbol="checkout")
+            assert graph["symbol"]["symbol_path"] == "shop.checkout.checkout"
+            (caller,) = graph["callers"]
+            assert caller["caller"] == "shop.api.handle_checkout_request"
+            assert (caller["path"], caller["line"]) == ("src/shop/api.py", 8)
+            assert caller["confidence"] == "resolved"
+            callees = {edge["callee"]: edge for edge in graph["callees"]}
+            total = callees["shop.billing.compute_invoice_total"]
+            assert (total["confidence"], total["line"]) == ("resolved", 10)
+            assert (total["callee_path"], total["callee_line"]) == ("src/shop/billing.py", 21)
+            refresh = callees["shop.auth.TokenStore.refresh_access_token"]
+            assert refresh["confidence"] == "inferred"
+            assert graph["complete"] is True
+
+            # Two calls away: the handler reaches compute_invoice_total through checkout.
+            deep = await tools.ok(
+                "call_graph", symbol="compute_invoice_total", direction="callers", depth=2
+            )
+            assert deep["callees"] == []
+            depths = {edge["caller"]: edge["depth"] for edge in deep["callers"]}
+            assert depths == {"shop.checkout.checkout": 1, "shop.api.handle_checkout_request": 2}
+            leaf = await tools.ok("call_graph", symbol="handle_checkout_request")
+            assert leaf["callers"] == []
+            assert leaf["complete"] is True
+            assert "no callers" in leaf["note"]
+
+            chain = await tools.ok(
+                "call_graph_path", source="handle_checkout_request", target="issue_token"
+            )
+            assert chain["found"] is True
+            assert [(e["caller"], e["callee"]) for e in chain["edges"]] == [
+                ("shop.api.handle_checkout_request", "shop.checkout.checkout"),
+                ("shop.checkout.checkout", "shop.auth.TokenStore.refresh_access_token"),
+                ("shop.auth.TokenStore.refresh_access_token", "shop.auth.TokenStore.issue_token"),
+            ]
+            assert [e["line"] for e in chain["edges"]] == [8, 9, 26]
+            assert chain["target"]["symbol_path"] == "shop.auth.TokenStore.issue_token"
+            nowhere = await tools.ok(
+                "call_graph_path", source="compute_invoice_total", target="issue_token"
+            )
+            assert nowhere["found"] is False
+            assert nowhere["edges"] == []
+            assert "no chain" in nowhere["note"]
+            too_short = await tools.ok(
+                "call_graph_path",
+                source="handle_checkout_request",
+                target="issue_token",
+                max_depth=2,
+            )
+            assert too_short["found"] is False
+
+            metrics = (await tools.ok("index_metrics"))["metrics"]
+            assert metrics["status"]["files"] == len(CALLS_PROJECT)
+            graph_counts = metrics["graph"]
+            assert graph_counts["files"] == len(CALLS_PROJECT)
+            # At least the definitions and edges the calls above relied on.
+            assert graph_counts["definitions"] >= 20
+            assert graph_counts["resolved"] >= 4
+            assert graph_counts["inferred"] >= 3
+            assert graph_counts["edges"] == (
+                graph_counts["resolved"] + graph_counts["inferred"] + graph_counts["unresolved"]
+            )
+            assert graph_counts["build_seconds"] >= 0
+            assert metrics["knowledge_bases"] == 0
+            operations = metrics["operations"]
+            assert operations["context"]["count"] == 4
+            assert operations["call_graph"]["count"] == 3
+            assert operations["call_graph_path"]["count"] == 3
+            assert operations["implementation_lookup"]["count"] == 3
+            assert 0 <= operations["call_graph"]["p50_ms"] <= operations["call_graph"]["max_ms"]
+
+            # Mistakes are tool errors with a clear message; the server keeps answering.
+            assert "no definition of 'no_such_symbol'" in await tools.error(
+                "call_graph", symbol="no_such_symbol"
+            )
+            assert "no definition of 'no_such_symbol'" in await tools.error(
+                "implementation_lookup", symbol="no_such_symbol"
+            )
+            assert "no definition of 'no_such_symbol'" in await tools.error(
+                "call_graph_path", source="checkout", target="no_such_symbol"
+            )
+            assert "depth must be between 1 and 5, got 9" in await tools.error(
+                "call_graph", symbol="checkout", depth=9
+            )
+            assert "max_depth must be between 1 and 12" in await tools.error(
+                "call_graph_path", source="checkout", target="issue_token", max_depth=0
+            )
+            assert await tools.error("call_graph", symbol="checkout", direction="sideways")
+            assert "empty" in await tools.error("codebase_context", query="  ")
+            assert "empty" in await tools.error("call_graph", symbol=" ")
+            again = await tools.ok("call_graph", symbol="checkout", direction="callers")
+            assert again["callers"][0]["caller"] == "shop.api.handle_checkout_request"
+            assert tools.called == {
+                "index_codebase",
+                "codebase_context",
+                "implementation_lookup",
+                "call_graph",
+                "call_graph_path",
+                "index_metrics",
+            }
+
+    anyio.run(run)
+
+
+@pytest.mark.slow
+def test_stdio_logs_and_knowledge_bases(make_repo: MakeRepo, tmp_path: Path) -> None:
+    """index_logs after index_codebase (the server writes the index log), filtered by level and
+    text; a knowledge base added, searched alone by its name, listed, gone and removed."""
+    root = make_repo(CALLS_PROJECT)
+    handbook = tmp_path / "handbook"
+    write_files(handbook, HANDBOOK)
+
+    async def run() -> None:
+        # No notice about semantic search: the only warning is the one this test causes.
+        async with _stdio_session(root, CODERECALL_EMBEDDING_PROVIDER="none") as session:
+            tools = _Tools(session)
+            report = (await tools.ok("index_codebase"))["report"]
+            assert report["files_seen"] == len(CALLS_PROJECT)
+
+            logs = (await tools.ok("index_logs"))["logs"]
+            assert logs, "the server attaches the index log"
+            indexed = [e for e in logs if e["message"].startswith(f"indexed {root}: ")]
+            assert indexed
+            assert f"{len(CALLS_PROJECT)} files" in indexed[0]["message"]
+            assert {e["level"] for e in indexed} == {"INFO"}
+            assert all(isinstance(e["pid"], int) and e["logger"] for e in logs)
+            times = [e["time"] for e in logs]
+            assert times == sorted(times, reverse=True), "newest first"
+            one = (await tools.ok("index_logs", limit=1))["logs"]
+            assert one == logs[:1]
+            matching = (await tools.ok("index_logs", contains="INDEXED"))["logs"]
+            assert matching
+            assert all("indexed" in e["message"].lower() for e in matching)
+            assert (await tools.ok("index_logs", level="warning"))["logs"] == []
+            assert "unknown log level 'loud'" in await tools.error("index_logs", level="loud")
+            assert "limit" in await tools.error("index_logs", limit=0)
+
+            # Relative to the project root, not to the server's working directory.
+            added = (await tools.ok("add_knowledge_base", path="../handbook", name="handbook"))[
+                "knowledge_base"
+            ]
+            assert added["name"] == "handbook"
+            assert added["path"] == str(handbook)
+            assert (added["files"], added["exists"]) == (len(HANDBOOK), True)
+            assert added["chunks"] >= len(HANDBOOK)
+            assert added["last_indexed"]
+
+            alone = await tools.ok(
+                "codebase_search", query="rotating the signing secret", source="handbook"
+            )
+            assert alone["hits"]
+            assert {hit["source"] for hit in alone["hits"]} == {"handbook"}
+            assert alone["hits"][0]["path"] == "runbook.md"
+            assert "Rotating the signing secret" in alone["hits"][0]["content"]
+            together = await tools.ok("codebase_search", query="secret", limit=20)
+            assert {"code", "handbook"} <= {hit["source"] for hit in together["hits"]}
+            code_only = await tools.ok("codebase_search", query="secret", source="code")
+            assert {hit["source"] for hit in code_only["hits"]} == {"code"}
+            peek = await tools.ok("codebase_peek", query="checkout flow", source=["handbook"])
+            assert [hit["path"] for hit in peek["hits"]] == ["onboarding/first-week.md"]
+            assert "unknown source 'nope'" in await tools.error(
+                "codebase_search", query="secret", source="nope"
+            )
+            assert "known: code, kb, handbook" in await tools.error(
+                "codebase_search", query="secret", source="nope"
+            )
+
+            (listed,) = (await tools.ok("list_knowledge_bases"))["knowledge_bases"]
+            assert (listed["name"], listed["path"], listed["files"]) == (
+                "handbook",
+                str(handbook),
+                len(HANDBOOK),
+            )
+            metrics = (await tools.ok("index_metrics"))["metrics"]
+            assert metrics["knowledge_bases"] == 1
+
+            assert "not a folder" in await tools.error(
+                "add_knowledge_base", path=str(tmp_path / "missing")
+            )
+            assert "inside the project root" in await tools.error("add_knowledge_base", path="src")
+            assert "bad knowledge base name" in await tools.error(
+                "add_knowledge_base", path="../handbook", name="code"
+            )
+
+            # A knowledge base whose folder went away: the next run logs a warning.
+            handbook.rename(tmp_path / "handbook-moved")
+            await tools.ok("index_codebase")
+            warnings = (await tools.ok("index_logs", level="warning"))["logs"]
+            assert [e["level"] for e in warnings] == ["WARNING"]
+            assert "knowledge base handbook" in warnings[0]["message"]
+            assert "is gone" in warnings[0]["message"]
+            infos = (await tools.ok("index_logs", level="info"))["logs"]
+            assert {"INFO", "WARNING"} <= {e["level"] for e in infos}
+            (gone,) = (await tools.ok("list_knowledge_bases"))["knowledge_bases"]
+            assert gone["exists"] is False
+
+            assert await tools.ok("remove_knowledge_base", name="handbook") == {
+                "removed": True,
+                "name": "handbook",
+            }
+            assert (await tools.ok("list_knowledge_bases"))["knowledge_bases"] == []
+            again = await tools.ok("remove_knowledge_base", name="handbook")
+            assert again["removed"] is False
+            assert "unknown source 'handbook'" in await tools.error(
+                "codebase_search", query="secret", source="handbook"
+            )
+            assert (await tools.ok("codebase_search", query="secret"))["hits"]
+            assert tools.called == {
+                "index_codebase",
+                "index_logs",
+                "add_knowledge_base",
+                "codebase_search",
+                "codebase_peek",
+                "list_knowledge_bases",
+                "index_metrics",
+                "remove_knowledge_base",
+            }
+
+    anyio.run(run)
+
+
+@pytest.mark.slow
 def test_stdio_token_cap(make_repo: MakeRepo) -> None:
-    root = make_repo(SAMPLE_PROJECT)
+    """A small mcp-token-cap: lists lose whole items from their ends, the context pack is
+    built smaller, and every answer says it was cut."""
+    root = make_repo(CALLS_PROJECT)
     cap = 300
 
     async def run() -> None:
@@ -174,11 +523,38 @@ def test_stdio_token_cap(make_repo: MakeRepo) -> None:
             data = _answer(result)
             block = result.content[0]
             assert isinstance(block, TextContent)
-            assert estimate_tokens(block.text) <= cap
+            assert count_tokens(block.text) <= cap
             assert data["truncated"] is True
             assert data["dropped"] >= 1
             assert len(data["hits"]) >= 1  # whole hits kept, each with its content
             assert all(isinstance(hit["content"], str) for hit in data["hits"])
+
+            tools = _Tools(session, cap)  # checks every answer against the small cap
+            graph = await tools.ok("call_graph", symbol="checkout", depth=3)
+            assert graph["truncated"] is True
+            assert graph["symbol"]["symbol_path"] == "shop.checkout.checkout"
+            # The last list (callees) loses items first; callers stay whole while they fit.
+            assert list(graph["dropped"]) == ["callees"]
+            assert graph["dropped"]["callees"] >= 1
+            assert [edge["caller"] for edge in graph["callers"]] == [
+                "shop.api.handle_checkout_request"
+            ]
+            assert "limit" in graph["hint"]
+            kept = graph["callers"] + graph["callees"]
+            assert all(set(edge) >= {"caller", "callee", "confidence"} for edge in kept)
+
+            pack = await tools.ok("codebase_context", query="TokenStore")
+            assert pack["route"] == "identifier"
+            assert pack["truncated"] is True
+            assert pack["budget"] < 3000
+            assert f"to {pack['budget']} to fit mcp-token-cap" in pack["note"]
+            assert pack["context"].startswith("[definition] src/shop/auth.py:8-")
+            assert "cut to fit the budget" in pack["context"]
+
+            # Larger than the cap whatever is dropped: a note instead of broken JSON.
+            metrics = await tools.ok("index_metrics")
+            assert metrics["truncated"] is True
+            assert "raise mcp-token-cap" in metrics["note"]
 
     anyio.run(run)
 
@@ -190,7 +566,7 @@ def test_service_stale_until_first_update(make_repo: MakeRepo) -> None:
         assert service.token_cap == 4000
         stale = json.loads(service.status())
         assert stale["stale"] is True
-        assert "background" in stale["note"]
+        assert "background" in stale["stale_note"]
         service.start()
         assert service.wait_ready(60)
         fresh = json.loads(service.search("TokenStore", 3, None, None, with_content=True))
@@ -207,18 +583,53 @@ def test_service_cuts_whole_hits(make_repo: MakeRepo) -> None:
         assert full.wait_ready(60)
         complete = json.loads(full.search("token", 20, None, None, with_content=True))
         assert "truncated" not in complete
-        cap = estimate_tokens(json.dumps(complete["hits"][0])) + 60
+        cap = count_tokens(json.dumps(complete["hits"][0])) + 60
         small = McpService(index, token_cap=cap)
         small.start()
         assert small.wait_ready(60)
         text = small.search("token", 20, None, None, with_content=True)
         cut = json.loads(text)
-        assert estimate_tokens(text) <= cap
+        assert count_tokens(text) <= cap
         assert cut["truncated"] is True
         assert len(cut["hits"]) + cut["dropped"] == len(complete["hits"])
         assert cut["hits"] == complete["hits"][: len(cut["hits"])]
         tiny = json.loads(McpService(index, token_cap=5).status())
         assert tiny["truncated"] is True
+
+
+def test_service_answers_fit_every_cap(make_repo: MakeRepo) -> None:
+    """The context pack shrinks until its JSON answer fits, on every route and down to small
+    caps; the call graph is cut by whole edges."""
+    root = make_repo(CALLS_PROJECT)
+    with CodeIndex(root, {"embedding_provider": "none"}) as index:
+        index.index(progress=False)
+        whole = McpService(index)
+        whole.start()
+        assert whole.wait_ready(60)
+        full = json.loads(whole.call_graph("checkout", "both", 3, 50))
+        assert "truncated" not in full
+        for cap in (260, 400, 700, 1200):
+            service = McpService(index, token_cap=cap)
+            service.start()
+            assert service.wait_ready(60)
+            for query in ("TokenStore", "src/shop/auth.py", "how are invoices totalled"):
+                text = service.context(query, None)
+                data = json.loads(text)
+                assert count_tokens(text) <= cap, (cap, query)
+                assert data["context"], (cap, query)
+                assert data["budget"] <= cap
+            text = service.call_graph("checkout", "both", 3, 50)
+            assert count_tokens(text) <= cap
+            graph = json.loads(text)
+            # Whole edges dropped from the end, never the whole answer replaced by a note
+            # while a cut one fits (the counts and hint added after the cut once overflowed).
+            assert graph["symbol"]["name"] == "checkout", (cap, graph)
+            if graph.get("truncated"):
+                kept = len(graph["callees"])
+                assert graph["callees"] == full["callees"][:kept]
+                assert graph["dropped"] == {"callees": len(full["callees"]) - kept}
+            else:
+                assert graph == full
 
 
 _MCP_HTTP = (sys.executable, "-m", "coderecall", "mcp", "--transport", "http")
@@ -264,7 +675,8 @@ def _http_server(root: Path, tmp_path: Path, *options: str) -> Iterator[str]:
             process.wait()
 
 
-async def _http_call(url: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+async def _http_calls(url: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """Lists the tools and calls a few over streamable HTTP; returns the answers by tool."""
     async with (
         httpx2.AsyncClient(headers=headers, timeout=60) as client,
         streamable_http_client(url, http_client=client) as (read, write),
@@ -273,28 +685,56 @@ async def _http_call(url: str, headers: dict[str, str] | None = None) -> dict[st
         await session.initialize()
         listed = await session.list_tools()
         assert {tool.name for tool in listed.tools} == TOOLS
-        return _answer(await session.call_tool("codebase_search", {"query": "TokenStore"}))
+        tools = _Tools(session)
+        await tools.ok("index_codebase")  # the first update is over: the counts are final
+        return {
+            "codebase_search": await tools.ok("codebase_search", query="TokenStore"),
+            "codebase_context": await tools.ok("codebase_context", query="checkout"),
+            "call_graph": await tools.ok(
+                "call_graph", symbol="compute_invoice_total", direction="callers"
+            ),
+            "index_metrics": await tools.ok("index_metrics"),
+            "error": await tools.error("call_graph", symbol="no_such_symbol"),
+        }
+
+
+def _check_http_answers(answers: dict[str, Any]) -> None:
+    assert answers["codebase_search"]["hits"][0]["path"] == "src/shop/auth.py"
+    context = answers["codebase_context"]
+    assert context["route"] == "identifier"
+    assert context["context"].startswith(
+        "[definition] src/shop/checkout.py:7-10 shop.checkout.checkout"
+    )
+    assert "[caller] src/shop/api.py:" in context["context"]
+    (caller,) = answers["call_graph"]["callers"]
+    assert (caller["caller"], caller["confidence"]) == ("shop.checkout.checkout", "resolved")
+    assert (caller["path"], caller["line"]) == ("src/shop/checkout.py", 10)
+    metrics = answers["index_metrics"]["metrics"]
+    assert metrics["graph"]["files"] == len(CALLS_PROJECT)
+    assert metrics["graph"]["resolved"] >= 4
+    assert metrics["operations"]["call_graph"]["count"] == 1
+    assert "no definition of 'no_such_symbol'" in answers["error"]
 
 
 @pytest.mark.slow
 def test_http_local(make_repo: MakeRepo, tmp_path: Path) -> None:
-    root = make_repo(SAMPLE_PROJECT)
+    root = make_repo(CALLS_PROJECT)
     with _http_server(root, tmp_path) as url:
-        found = anyio.run(_http_call, url)
-    assert found["hits"][0]["path"] == "src/shop/auth.py"
+        answers = anyio.run(_http_calls, url)
+    _check_http_answers(answers)
 
 
 @pytest.mark.slow
 def test_http_token(make_repo: MakeRepo, tmp_path: Path) -> None:
-    root = make_repo(SAMPLE_PROJECT)
+    root = make_repo(CALLS_PROJECT)
     with _http_server(root, tmp_path, "--host", "0.0.0.0", "--token", "secret") as url:
         request = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         refused = httpx.post(url, json=request, timeout=10)
         assert refused.status_code == 401
         wrong = httpx.post(url, json=request, headers={"Authorization": "Bearer nope"}, timeout=10)
         assert wrong.status_code == 401
-        found = anyio.run(_http_call, url, {"Authorization": "Bearer secret"})
-    assert found["hits"][0]["path"] == "src/shop/auth.py"
+        answers = anyio.run(_http_calls, url, {"Authorization": "Bearer secret"})
+    _check_http_answers(answers)
 
 
 def test_http_public_host_needs_token(make_repo: MakeRepo) -> None:

@@ -21,26 +21,44 @@ from ._errors import (
     RootRefusedError,
     StoreError,
 )
+from ._context import ContextPack, Evidence
+from ._graph import CallEdge, CallGraphResult, CallPath, Definition
 from ._hub import pull_model
 from ._index import CodeIndex
+from ._kb import KnowledgeBase
 from ._models import ModelInfo, distill_model, list_models, load_embedder, models_dir
 from ._native import Embedder, __version__
-from ._results import EmbeddingEstimate, HealthReport, IndexReport, IndexStatus, SearchHit
+from ._results import (
+    EmbeddingEstimate,
+    HealthReport,
+    IndexMetrics,
+    IndexReport,
+    IndexStatus,
+    SearchHit,
+)
 from ._watch import Watcher
 
 __all__ = [
+    "CallEdge",
+    "CallGraphResult",
+    "CallPath",
     "CancelledError",
     "CodeIndex",
     "Config",
     "ConfigError",
+    "ContextPack",
+    "Definition",
     "Embedder",
     "EmbeddingEstimate",
     "Error",
+    "Evidence",
     "HealthReport",
     "IndexBusyError",
     "IndexCorruptError",
+    "IndexMetrics",
     "IndexReport",
     "IndexStatus",
+    "KnowledgeBase",
     "ModelError",
     "ModelInfo",
     "ProviderAuthError",

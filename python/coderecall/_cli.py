@@ -163,7 +163,12 @@ def _parser() -> argparse.ArgumentParser:
     mcp = commands.add_parser(
         "mcp", help="serve the index to AI agents over MCP (stdio, or streamable HTTP)"
     )
-    mcp.add_argument("path", nargs="?", default=".", help="project root (default: .)")
+    mcp.add_argument(
+        "path",
+        nargs="?",
+        help="project root (default: the host's project folder from $CODERECALL_ROOT, "
+        "$CLAUDE_PROJECT_DIR or $WORKSPACE_FOLDER_PATHS, else .)",
+    )
     mcp.add_argument(
         "--transport",
         choices=("stdio", "http"),
@@ -188,6 +193,10 @@ def _parser() -> argparse.ArgumentParser:
         help="accept a root without a project marker, the home directory or /",
     )
     mcp.set_defaults(command=_mcp)
+
+    from ._cli_tools import register  # it imports this module's helpers
+
+    register(commands)
 
     model = commands.add_parser("model", help="manage local embedding models")
     models = model.add_subparsers(title="model commands", required=True, metavar="ACTION")
@@ -233,6 +242,11 @@ def _result_options(parser: argparse.ArgumentParser) -> None:
         "--kind", action="append", help="only this kind, e.g. function (repeatable)"
     )
     parser.add_argument("--no-content", action="store_true", help="print locations only")
+    parser.add_argument(
+        "--source",
+        action="append",
+        help="code, kb, or a knowledge base's name (repeatable; default: all)",
+    )
     _common(parser)
 
 
@@ -276,6 +290,7 @@ def _print_json(data: Any) -> None:
 
 def _index(args: argparse.Namespace) -> int:
     with CodeIndex(args.path, force=args.force_root) as index:
+        index._log_to_file()
         if args.estimate:
             estimate = index.estimate()
         else:
@@ -347,6 +362,7 @@ def _search(args: argparse.Namespace) -> int:
             directory=args.dir,
             kind=args.kind,
             with_content=not args.no_content,
+            source=args.source,
         )
     _print_hits(args, hits, args.query)
     return 0
@@ -468,19 +484,19 @@ def _watch(args: argparse.Namespace) -> int:
         except BrokenPipeError:
             broken.set()
 
-    with (
-        CodeIndex(args.path, force=args.force_root) as index,
-        index.watch(debounce=args.debounce, on_update=show) as watcher,
-    ):
-        if not args.json:
-            how = "polling" if watcher.polling else "watching"
-            print(
-                f"coderecall: {how} {index.root} (debounce {watcher.debounce:g} s); Ctrl-C stops",
-                file=sys.stderr,
-                flush=True,
-            )
-        while not broken.wait(0.5):  # a timed wait lets Ctrl-C land at once
-            pass
+    with CodeIndex(args.path, force=args.force_root) as index:
+        index._log_to_file()
+        with index.watch(debounce=args.debounce, on_update=show) as watcher:
+            if not args.json:
+                how = "polling" if watcher.polling else "watching"
+                print(
+                    f"coderecall: {how} {index.root} (debounce {watcher.debounce:g} s); "
+                    "Ctrl-C stops",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            while not broken.wait(0.5):  # a timed wait lets Ctrl-C land at once
+                pass
     raise BrokenPipeError
 
 
@@ -524,7 +540,7 @@ def _mcp(args: argparse.Namespace) -> int:
     # The SDK gives the root logger a handler of its own; ours already prints coderecall's.
     logging.getLogger("coderecall").propagate = False
     serve(
-        args.path,
+        args.path if args.path is not None else host_root(),
         transport=args.transport,
         host=args.host,
         port=args.port,
@@ -532,6 +548,20 @@ def _mcp(args: argparse.Namespace) -> int:
         force=args.force_root,
     )
     return 0
+
+
+HOST_ROOT_VARIABLES = ("CODERECALL_ROOT", "CLAUDE_PROJECT_DIR", "WORKSPACE_FOLDER_PATHS")
+"""Where agent hosts name the project folder of a server they start: ours, Claude Code's, and
+Cursor's (which starts servers in ``/``; it may list several folders, the first is taken)."""
+
+
+def host_root() -> str:
+    """The project an MCP server started without a path serves."""
+    for name in HOST_ROOT_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value.split(",")[0].split(os.pathsep)[0].strip() or "."
+    return "."
 
 
 def _print_status(console: Console, status: IndexStatus) -> None:

@@ -29,7 +29,9 @@ key                    type         default    meaning
 ``watch-debounce``     duration     ``300ms``  quiet time a watcher waits for before it
                                                indexes a burst of changes
 ``mcp-token-cap``      int >= 1     ``4000``   most tokens one answer of ``coderecall mcp``
-                                               may hold (estimated; whole hits are dropped)
+                                               may hold (whole hits are dropped)
+``context-budget``     int >= 100   ``3000``   tokens of one ``codebase_context`` evidence
+                                               pack (counted with a real tokenizer)
 =====================  ===========  =========  ===============================================
 
 The ``[embedding]`` table (``[tool.coderecall.embedding]`` in ``pyproject.toml``; in the
@@ -130,6 +132,7 @@ class Config:
     gc_grace: float = 7 * 24 * 3600.0
     watch_debounce: float = 0.3
     mcp_token_cap: int = 4000
+    context_budget: int = 3000
     embedding_provider: str = "auto"
     embedding_model: str | None = None
     embedding_base_url: str | None = None
@@ -380,6 +383,13 @@ def _to_count(value: object, source: _Source) -> int:
     return value
 
 
+def _to_budget(value: object, source: _Source) -> int:
+    count = _to_count(value, source)
+    if count < 100:
+        raise _InvalidValueError("a whole number of at least 100")
+    return count
+
+
 def _to_optional_share(value: object, source: _Source) -> float | None:
     if value is None:
         return None
@@ -447,6 +457,7 @@ _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "gc_grace": _to_duration,
     "watch_debounce": _to_duration,
     "mcp_token_cap": _to_count,
+    "context_budget": _to_budget,
     "embedding_provider": _one_of(PROVIDER_NAMES),
     "embedding_model": _to_optional_text,
     "embedding_base_url": _to_optional_text,

@@ -7,7 +7,9 @@ with the GIL released.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
+import functools
 import json
 import logging
 import os
@@ -20,20 +22,40 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypedDict, TypeVar, cast
 
 from ._collect import collect, collect_paths, scope_of
 from ._config import Config, load_config
+from ._context import ContextPack, build_context
 from ._embedding import EmbeddingChoice, select_embedding
 from ._errors import ProviderError, QueryError, StoreError
+from ._graph import (
+    CallGraphResult,
+    CallPath,
+    Definition,
+    Direction,
+    definitions,
+    neighbourhood,
+    shortest_path,
+)
+from ._kb import CODE, KnowledgeBase, fuse, load_entries, save_entries, valid_name
 from ._lease import WriteLease
+from ._logs import LogEntry, attach_file_log, read_logs
+from ._metrics import Recorder
 from ._native import NativeIndex
 from ._paths import LOCAL_INDEX_DIR, check_root, find_index_dir
 from ._progress import ProgressCallback, progress_reporter
-from ._results import EmbeddingEstimate, HealthReport, IndexReport, IndexStatus, SearchHit
+from ._results import (
+    EmbeddingEstimate,
+    HealthReport,
+    IndexMetrics,
+    IndexReport,
+    IndexStatus,
+    SearchHit,
+)
 
 if TYPE_CHECKING:
-    from ._native import HitDict, UpdateStats  # TypedDicts that exist only in the stub
+    from ._native import CallGraph, HitDict, UpdateStats  # types that exist only in the stub
     from ._watch import Watcher
 
 __all__ = ["CodeIndex"]
@@ -72,6 +94,28 @@ class _Embedded:
 _T = TypeVar("_T")
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _timed(
+    operation: str,
+) -> Callable[[Callable[Concatenate[CodeIndex, _P], _R]], Callable[Concatenate[CodeIndex, _P], _R]]:
+    """Records the method's latency under ``operation`` (see :meth:`CodeIndex.metrics`)."""
+
+    def wrap(
+        method: Callable[Concatenate[CodeIndex, _P], _R],
+    ) -> Callable[Concatenate[CodeIndex, _P], _R]:
+        @functools.wraps(method)
+        def timed(self: CodeIndex, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            with self._recorder.timed(operation):
+                return method(self, *args, **kwargs)
+
+        return timed
+
+    return wrap
+
+
 class CodeIndex:
     """The code index of one project root.
 
@@ -106,6 +150,9 @@ class CodeIndex:
         self._embedding: EmbeddingChoice | None = None
         self._semantic_on: NativeIndex | None = None  # the handle the model was given to
         self._semantic_lock = threading.Lock()
+        self._is_kb = False  # a knowledge base's own index: it has none of its own
+        self._kbs: dict[str, CodeIndex] = {}
+        self._recorder = Recorder()
 
     @property
     def root(self) -> Path:
@@ -143,11 +190,15 @@ class CodeIndex:
             native, self._native = self._native, None
             choice, self._embedding = self._embedding, None
             self._semantic_on = None
+            kbs, self._kbs = list(self._kbs.values()), {}
+        for kb in kbs:
+            kb.close()
         if native is not None:
             native.close()
         if choice is not None:
             choice.close()
 
+    @_timed("index")
     def index(
         self,
         force: bool = False,
@@ -182,7 +233,10 @@ class CodeIndex:
         relative = None if paths is None else [self._relative(path) for path in paths]
         native = self._open(rebuild_broken=force)
         with WriteLease(self._index_dir).hold(wait):
-            return self._index_leased(native, started, force, progress, embed, relative)
+            report = self._index_leased(native, started, force, progress, embed, relative)
+        if relative is None and not self._is_kb:
+            self._refresh_knowledge_bases(native, force=force, embed=embed, wait=wait)
+        return report
 
     def _index_leased(
         self,
@@ -245,6 +299,15 @@ class CodeIndex:
         if paths is None:  # a watcher's few-file update would hide the last full report
             native.set_meta(self._meta_key("last_report"), json.dumps(report.to_dict()))
         native.set_meta(self._meta_key("last_indexed"), datetime.now(timezone.utc).isoformat())
+        _log.info(
+            "indexed %s: %d files, %d parsed, %d removed, %d chunks added in %.2f s",
+            self._root,
+            report.files_seen,
+            report.files_parsed,
+            report.files_removed,
+            report.chunks_added,
+            report.seconds,
+        )
         collected = native.collect_garbage(self._config.gc_grace)
         if any(collected.values()):
             _log.info("collected unused index data: %s", collected)
@@ -398,6 +461,7 @@ class CodeIndex:
         )
         return EmbeddingEstimate(choice.provider, choice.model, len(texts), tokens, 0.0)
 
+    @_timed("search")
     def search(
         self,
         query: str,
@@ -407,6 +471,7 @@ class CodeIndex:
         directory: str | Sequence[str] | None = None,
         kind: str | Sequence[str] | None = None,
         with_content: bool = True,
+        source: str | Sequence[str] | None = None,
     ) -> list[SearchHit]:
         """The chunks that best match ``query``, best first.
 
@@ -414,15 +479,177 @@ class CodeIndex:
         to the configured ``limit``. ``language``, ``directory`` (relative to the root, or
         absolute inside it) and ``kind`` each take one value or several and keep only
         matching chunks. An index that was never built is built first.
+
+        ``source`` picks what is searched: ``None`` (the default) the code and every
+        knowledge base, ``"code"`` the code alone, ``"kb"`` every knowledge base, or the
+        names of knowledge bases (see :meth:`add_knowledge_base`). Each hit's ``source``
+        says where it comes from; a knowledge base's paths are relative to its folder, and
+        ``directory`` filters only the code.
         """
         if not query.strip():
             raise QueryError("the search query is empty")
         filters = self._filters(limit, language, directory, kind, with_content)
+        sources = self._sources(source)
+        lists = [
+            (
+                label,
+                index._search_here(
+                    query, filters if label == CODE else {**filters, "directories": None}
+                ),
+            )
+            for label, index in sources
+        ]
+        if len(lists) == 1 and lists[0][0] == CODE:
+            return lists[0][1]
+        return fuse(lists, filters["limit"])
+
+    def _search_here(self, query: str, filters: _Filters) -> list[SearchHit]:
         native = self._ready()
         return self._hits(
             native, lambda lexical_only: native.search(query, **filters, lexical_only=lexical_only)
         )
 
+    def add_knowledge_base(
+        self,
+        path: str | os.PathLike[str],
+        name: str | None = None,
+        *,
+        index: bool = True,
+        progress: bool | ProgressCallback | None = None,
+    ) -> KnowledgeBase:
+        """Index the folder ``path`` (docs, a sibling repository) beside the code, under
+        ``name`` (default: the folder's name), and index it now unless ``index`` is false.
+
+        Its files are searched with the code by default (see ``source`` in :meth:`search`)
+        and kept up to date by every :meth:`index`. A folder inside the root is refused:
+        it is already part of the code's index (use ``directory=`` to search it alone).
+        """
+        folder = Path(path).expanduser().resolve()
+        if not folder.is_dir():
+            raise QueryError(f"{str(path)!r} is not a folder")
+        if folder == self._root or self._root in folder.parents:
+            raise QueryError(
+                f"{folder} is inside the project root and already indexed; "
+                "search it with directory= instead"
+            )
+        label = valid_name(name if name is not None else folder.name)
+        native = self._open()
+        with WriteLease(self._index_dir).hold(True):
+            entries = load_entries(native)
+            for entry in entries:
+                if entry["name"] == label and Path(entry["path"]) != folder:
+                    raise QueryError(
+                        f"a knowledge base named {label!r} already indexes {entry['path']}"
+                    )
+            if not any(e["name"] == label for e in entries):
+                added = datetime.now(timezone.utc).isoformat()
+                entries.append({"name": label, "path": str(folder), "added": added})
+                save_entries(native, entries)
+        if index:
+            self._kb(label, folder).index(progress=progress)
+        return next(kb for kb in self.list_knowledge_bases() if kb.name == label)
+
+    def list_knowledge_bases(self) -> list[KnowledgeBase]:
+        """The knowledge bases of this index, with their size and when they were indexed."""
+        native = self._open_existing()
+        if native is None:
+            return []
+        out = []
+        for entry in load_entries(native):
+            folder = Path(entry["path"])
+            exists = folder.is_dir()
+            status = self._kb(entry["name"], folder).status() if exists else None
+            out.append(
+                KnowledgeBase(
+                    name=entry["name"],
+                    path=folder,
+                    added=_parse_time(entry["added"]) or datetime.now(timezone.utc),
+                    exists=exists,
+                    files=status.files if status else 0,
+                    chunks=status.chunks if status else 0,
+                    last_indexed=status.last_indexed if status else None,
+                )
+            )
+        return out
+
+    def remove_knowledge_base(self, name: str) -> bool:
+        """Stop indexing and searching the knowledge base ``name`` and drop its index (its
+        stored files are collected after ``gc-grace``). False if there is none by that name."""
+        native = self._open_existing()
+        if native is None:
+            return False
+        with WriteLease(self._index_dir).hold(True):
+            entries = load_entries(native)
+            gone = [e for e in entries if e["name"] == name]
+            if not gone:
+                return False
+            save_entries(native, [e for e in entries if e["name"] != name])
+            with self._lock:
+                kb = self._kbs.pop(name, None)
+            if kb is not None:
+                kb.close()
+            native.drop_view(gone[0]["path"])
+        return True
+
+    def _kb(self, name: str, folder: Path) -> CodeIndex:
+        """The index of one knowledge base: a view of this store named by its folder."""
+        with self._lock:
+            kb = self._kbs.get(name)
+            if kb is None or kb.root != folder:
+                config = dataclasses.replace(self._config, index_dir=self._index_dir)
+                kb = CodeIndex(folder, config, force=True)
+                kb._is_kb = True
+                self._kbs[name] = kb
+            return kb
+
+    def _sources(self, source: str | Sequence[str] | None) -> list[tuple[str, CodeIndex]]:
+        """(label, index) pairs to search for ``source`` (see :meth:`search`)."""
+        if self._is_kb:
+            return [(CODE, self)]
+        wanted = _as_list(source)
+        native = self._open_existing()
+        entries = load_entries(native) if native is not None else []
+        kbs = [(e["name"], Path(e["path"])) for e in entries if Path(e["path"]).is_dir()]
+        if not wanted:
+            return [(CODE, self)] + [(n, self._kb(n, f)) for n, f in kbs]
+        out: list[tuple[str, CodeIndex]] = []
+        for item in wanted:
+            if item == CODE:
+                out.append((CODE, self))
+            elif item == "kb":
+                out.extend((n, self._kb(n, f)) for n, f in kbs)
+            else:
+                match = [(n, f) for n, f in kbs if n == item]
+                if not match:
+                    known = ", ".join([CODE, "kb", *(n for n, _ in kbs)])
+                    raise QueryError(f"unknown source {item!r}; known: {known}")
+                out.append((item, self._kb(*match[0])))
+        return list(dict.fromkeys(out))
+
+    def _refresh_knowledge_bases(
+        self, native: NativeIndex, *, force: bool, embed: bool, wait: bool | float
+    ) -> None:
+        for entry in load_entries(native):
+            folder = Path(entry["path"])
+            if not folder.is_dir():
+                _log.warning(
+                    "knowledge base %s: %s is gone (remove it with `coderecall kb remove %s`)",
+                    entry["name"],
+                    folder,
+                    entry["name"],
+                )
+                continue
+            report = self._kb(entry["name"], folder).index(
+                force, progress=False, embed=embed, wait=wait
+            )
+            _log.info(
+                "knowledge base %s: %d files, %d parsed",
+                entry["name"],
+                report.files_seen,
+                report.files_parsed,
+            )
+
+    @_timed("find_similar")
     def find_similar(
         self,
         code: str | None = None,
@@ -538,6 +765,109 @@ class CodeIndex:
                 return None
             folders.append(folder)
         return folders or None
+
+    @_timed("implementation_lookup")
+    def implementation_lookup(
+        self, symbol: str, *, limit: int = 5, with_content: bool = True
+    ) -> list[Definition]:
+        """The definitions of ``symbol``, the authoritative one first.
+
+        ``symbol`` is a name (``parse_args``), a qualified name (``Client.send``,
+        ``pkg.client.Client.send``, ``store::Store::open``) or ``path:line``. Implementation
+        comes before tests and ``impl`` blocks; an exact name before a case-insensitive match.
+        """
+        native = self._ready()
+        return definitions(
+            native.call_graph(), native.lines, symbol, limit=limit, with_content=with_content
+        )
+
+    @_timed("call_graph")
+    def call_graph(
+        self,
+        symbol: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 1,
+        limit: int = 100,
+    ) -> CallGraphResult:
+        """Who calls ``symbol`` and what it calls, up to ``depth`` (1 to 5) calls away.
+
+        Every edge says how it was resolved (``resolved``, ``inferred`` or ``unresolved``
+        with a reason); ``complete`` is false when callers may be missing, so an empty list
+        is only "no callers" when ``complete`` is true.
+        """
+        return neighbourhood(
+            self._call_graph(), symbol, direction=direction, depth=depth, limit=limit
+        )
+
+    @_timed("call_graph_path")
+    def call_graph_path(self, source: str, target: str, *, max_depth: int = 8) -> CallPath:
+        """The shortest chain of calls from ``source`` to ``target`` (symbols as in
+        :meth:`implementation_lookup`)."""
+        return shortest_path(self._call_graph(), source, target, max_depth=max_depth)
+
+    @_timed("context")
+    def context(self, query: str, *, budget: int | None = None) -> ContextPack:
+        """The evidence an agent needs for ``query``, within ``budget`` tokens (default
+        ``context-budget``), counted with a real tokenizer.
+
+        An identifier gets its definition, its callers' call sites and its callees'
+        signatures; a file path gets the file's outline, head and most-called definitions;
+        anything else gets hybrid search hits. See :mod:`coderecall._context`.
+        """
+        budget = self._config.context_budget if budget is None else budget
+        native = self._ready()
+        return build_context(self, native.call_graph(), native.lines, query, budget)
+
+    def metrics(self) -> IndexMetrics:
+        """Counts and sizes of the index, its call graph, and the latency (p50/p95) of the
+        operations this object ran recently."""
+        status = self.status()
+        native = self._open_existing()
+        graph: dict[str, float] = {}
+        vectors, model = 0, None
+        kbs = 0
+        if native is not None and status.exists:
+            graph = dict(cast("Mapping[str, float]", native.call_graph().stats()))
+            model_id = _recorded_embedding(native).get("model_id")
+            if isinstance(model_id, str):
+                model, vectors = model_id, native.vector_count(model_id)
+            kbs = len(load_entries(native))
+        return IndexMetrics(
+            status=status,
+            graph=graph,
+            vectors=vectors,
+            embedding_model=model,
+            knowledge_bases=kbs,
+            operations=cast("Mapping[str, Mapping[str, float]]", self._recorder.snapshot()),
+        )
+
+    def logs(
+        self,
+        limit: int = 100,
+        *,
+        level: str | None = None,
+        since: datetime | None = None,
+        contains: str | None = None,
+    ) -> list[LogEntry]:
+        """Recent records of the index log (``<index>/logs/coderecall.log``, written by the
+        CLI, watchers and MCP servers), oldest first: at most ``limit``, at or above
+        ``level``, after ``since``, with ``contains`` in the message."""
+        if limit < 1:
+            raise QueryError(f"limit must be at least 1, got {limit}")
+        try:
+            return read_logs(self._index_dir, limit, level=level, since=since, contains=contains)
+        except ValueError as exc:
+            raise QueryError(str(exc)) from None
+
+    def _log_to_file(self) -> None:
+        """Also write this process's log records to the index log (see :meth:`logs`); for
+        the CLI, watchers and MCP servers, which own their process's logging."""
+        self._open()
+        attach_file_log(self._index_dir)
+
+    def _call_graph(self) -> CallGraph:
+        return self._ready().call_graph()
 
     def status(self) -> IndexStatus:
         """Counts and sizes of the index, and the report of the last indexing run."""
@@ -705,3 +1035,10 @@ def _run_cancellable(
         if report is not None:
             report(*(final or poll()))
     return result
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None

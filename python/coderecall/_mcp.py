@@ -2,12 +2,10 @@
 
 The server opens the index and brings it up to date in a background thread; the tools answer
 meanwhile (from the index as it was) and say so with ``"stale": true`` until that first update
-finished. Every answer is one JSON text kept under a token cap (``mcp-token-cap``): hits are
-dropped whole from the end, never cut in half, and the answer says how many were dropped.
-
-Tokens are estimated, not counted: ``ceil(utf-8 bytes / 3)``. Code tokenises at roughly 3.5 to
-4 bytes per token with the usual BPE vocabularies, so the estimate errs on the safe side; a real
-tokenizer can replace :func:`estimate_tokens` later without changing the tools.
+finished. Every answer is one JSON text kept under a token cap (``mcp-token-cap``), counted
+with a real tokenizer (:mod:`coderecall._tokens`): list items are dropped whole from the end,
+never cut in half, and the answer says how many were dropped. ``codebase_context`` packs its
+evidence within the cap in the first place.
 
 Over streamable HTTP the server binds to 127.0.0.1 unless told otherwise; any other address
 needs a bearer token, which every request must then carry (401 otherwise).
@@ -18,7 +16,6 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import math
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -30,12 +27,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._errors import ConfigError, Error
+from . import _mcp_docs as docs
+from ._errors import ConfigError, Error, QueryError
+from ._graph import Direction
 from ._index import CodeIndex
 from ._native import __version__
 from ._results import SearchHit
+from ._tokens import default_counter
 
-__all__ = ["LOCAL_HOSTS", "TOKEN_ENV", "McpService", "build_server", "estimate_tokens", "serve"]
+__all__ = ["LOCAL_HOSTS", "TOKEN_ENV", "McpService", "build_server", "count_tokens", "serve"]
 
 TOKEN_ENV = "CODERECALL_MCP_TOKEN"
 """Environment variable holding the bearer token of the HTTP transport."""
@@ -43,6 +43,9 @@ LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 """Addresses the HTTP transport may bind to without a token."""
 
 _PEEK_FIELDS = ("path", "start_line", "end_line", "symbol_path", "kind", "score")
+_CONTEXT_OVERHEAD = 150
+"""Tokens of a ``codebase_context`` answer around its pack (keys, numbers, JSON escapes of a
+short pack); the escapes of a long pack are caught by measuring the answer."""
 _STALE_NOTE = (
     "the index is being brought up to date in the background; results may miss recent "
     "changes (call index_status later, or index_codebase to wait for it)"
@@ -52,9 +55,9 @@ _log = logging.getLogger("coderecall")
 _T = TypeVar("_T")
 
 
-def estimate_tokens(text: str) -> int:
-    """A conservative token count of ``text``: one token per 3 UTF-8 bytes, rounded up."""
-    return math.ceil(len(text.encode("utf-8")) / 3)
+def count_tokens(text: str) -> int:
+    """Tokens of ``text`` with the tokenizer budgets are counted with."""
+    return default_counter().count(text)
 
 
 def _dumps(data: Mapping[str, Any]) -> str:
@@ -124,12 +127,86 @@ class McpService:
         directory: str | list[str] | None,
         *,
         with_content: bool,
+        source: str | list[str] | None = None,
     ) -> str:
         self._searchable()
         hits = self._index.search(
-            query, limit, language=language, directory=directory, with_content=with_content
+            query,
+            limit,
+            language=language,
+            directory=directory,
+            with_content=with_content,
+            source=source,
         )
         return self._hits(hits, with_content=with_content)
+
+    def context(self, query: str, budget: int | None) -> str:
+        self._searchable()
+        # The pack is built to fit: its text, escaped into JSON with its metadata, must stay
+        # under the cap, so the budget shrinks until it does (once or twice at most).
+        wanted = self._index.config.context_budget if budget is None else budget
+        budget = max(100, min(wanted, self._cap - _CONTEXT_OVERHEAD))
+        for _ in range(4):
+            pack = self._index.context(query, budget=budget)
+            data: dict[str, Any] = {
+                "route": pack.route,
+                "context": pack.render(),
+                "tokens": pack.tokens,
+                "budget": pack.budget,
+                "tokenizer": pack.tokenizer,
+                "truncated": pack.truncated,
+                "dropped": pack.dropped,
+            }
+            if budget < wanted:
+                data["note"] = f"budget lowered from {wanted} to {budget} to fit mcp-token-cap"
+            text = self._answer(dict(data))
+            used = count_tokens(text)
+            if used <= self._cap and '"truncated":true,"note":"the answer exceeds' not in text:
+                return text
+            budget = max(100, int(budget * self._cap / max(used, 1) * 0.9))
+        return text
+
+    def lookup(self, symbol: str, limit: int, with_content: bool) -> str:
+        self._searchable()
+        found = self._index.implementation_lookup(symbol, limit=limit, with_content=with_content)
+        if not found:
+            raise QueryError(f"no definition of {symbol!r} in the index")
+        return self._answer({"definitions": [d.to_dict() for d in found]}, cut="definitions")
+
+    def call_graph(self, symbol: str, direction: Direction, depth: int, limit: int) -> str:
+        self._searchable()
+        result = self._index.call_graph(symbol, direction=direction, depth=depth, limit=limit)
+        return self._answer(result.to_dict(), cut=("callers", "callees"))
+
+    def call_path(self, source: str, target: str, max_depth: int) -> str:
+        self._searchable()
+        found = self._index.call_graph_path(source, target, max_depth=max_depth)
+        return self._answer(found.to_dict())
+
+    def metrics(self) -> str:
+        return self._answer({"metrics": self._index.metrics().to_dict()})
+
+    def logs(self, limit: int, level: str | None, contains: str | None) -> str:
+        entries = self._index.logs(limit, level=level, contains=contains)
+        newest_first = [dict(e) for e in reversed(entries)]
+        return self._answer({"logs": newest_first}, cut="logs")
+
+    def add_knowledge_base(self, path: str, name: str | None) -> str:
+        folder = Path(path).expanduser()
+        if not folder.is_absolute():
+            folder = self._index.root / folder  # relative to the root, not the server's cwd
+        with self._write_lock:
+            kb = self._index.add_knowledge_base(folder, name, progress=False)
+        return self._answer({"knowledge_base": kb.to_dict()})
+
+    def list_knowledge_bases(self) -> str:
+        kbs = [kb.to_dict() for kb in self._index.list_knowledge_bases()]
+        return self._answer({"knowledge_bases": kbs}, cut="knowledge_bases")
+
+    def remove_knowledge_base(self, name: str) -> str:
+        with self._write_lock:
+            removed = self._index.remove_knowledge_base(name)
+        return self._answer({"removed": removed, "name": name})
 
     def similar(self, code: str | None, path: str | None, line: int | None, limit: int) -> str:
         self._searchable()
@@ -174,37 +251,48 @@ class McpService:
             row["score"] = round(row["score"], 4)
         return self._answer({"hits": rows}, cut="hits")
 
-    def _answer(self, data: dict[str, Any], cut: str | None = None) -> str:
-        """The JSON text of ``data`` with the stale flag, under the token cap: the list under
-        ``cut`` loses items from its end; anything else too large is replaced by a note."""
+    def _answer(self, data: dict[str, Any], cut: str | tuple[str, ...] | None = None) -> str:
+        """The JSON text of ``data`` with the stale flag, under the token cap: the lists under
+        ``cut`` lose items from their ends (the last list first); anything else too large is
+        replaced by a note."""
         if self.stale:
             data["stale"] = True
-            data["note"] = (
+            data["stale_note"] = (
                 f"the last index update failed: {self._update_error}"
                 if self._update_error
                 else _STALE_NOTE
             )
         text = _dumps(data)
-        if estimate_tokens(text) <= self._cap:
+        if count_tokens(text) <= self._cap:
             return text
         data["truncated"] = True
-        if cut is not None:
-            items: list[Any] = data[cut]
-            total = len(items)
-            data["dropped"] = total
-            data[cut] = []
-            low, high = 0, total  # the most items that fit, by bisection
+        keys = (cut,) if isinstance(cut, str) else cut or ()
+        dropped: dict[str, int] = {}
+
+        def cut_to(key: str, items: list[Any], kept: int) -> None:
+            # The counts and the hint are part of what must fit, so every trial carries them.
+            data[key] = items[:kept]
+            dropped[key] = len(items) - kept
+            data["dropped"] = dropped[keys[0]] if len(keys) == 1 else dict(dropped)
+
+        if keys:
+            data["hint"] = "lower limit, or use codebase_peek for locations only"
+        for key in reversed(keys):
+            items: list[Any] = data[key]
+            low, high = 0, len(items)  # the most items of this list that fit, by bisection
             while low < high:
                 middle = (low + high + 1) // 2
-                data[cut], data["dropped"] = items[:middle], total - middle
-                if estimate_tokens(_dumps(data)) <= self._cap:
+                cut_to(key, items, middle)
+                if count_tokens(_dumps(data)) <= self._cap:
                     low = middle
                 else:
                     high = middle - 1
-            data[cut], data["dropped"] = items[:low], total - low
-            data["hint"] = "lower limit, or use codebase_peek for locations only"
+            cut_to(key, items, low)
+            if low > 0 or count_tokens(_dumps(data)) <= self._cap:
+                break
+        if keys:
             text = _dumps(data)
-            if estimate_tokens(text) <= self._cap:
+            if count_tokens(text) <= self._cap:
                 return text
         return _dumps(
             {
@@ -228,62 +316,12 @@ def _tool(work: Callable[[], _T]) -> _T:
         raise ToolError(_message(exc)) from None
 
 
-_SEARCH_DOC = """\
-Search this codebase by meaning and by keywords at once (hybrid BM25 + embeddings) and get
-the matching code chunks with their source text. Use it first when you need to find where
-something is implemented, defined or handled: an identifier (`TokenStore`), a path fragment,
-or a plain-language description ("where are access tokens refreshed"). Cheaper and more
-complete than grepping file by file.
-
-Returns JSON `{"hits": [...]}`, best first; each hit has path (relative to the project root),
-start_line, end_line (1-based, inclusive), language, kind (function, method, class, ...),
-symbol, symbol_path, score (comparable within one answer) and content (the chunk's source).
-`language` (e.g. "python") and `directory` (e.g. "src/api") narrow the search. When the answer
-would be too long, the last hits are dropped and `truncated: true` with `dropped: N` says so.
-`stale: true` means the index is still catching up with recent edits."""
-
-_PEEK_DOC = """\
-The same search as codebase_search but returns only locations, no source text: path,
-start_line, end_line, symbol_path, kind and score for each hit. Use it to survey many
-candidates cheaply (it costs a fraction of the tokens), then read the files or chunks you need.
-Returns JSON `{"hits": [...]}`, best first."""
-
-_SIMILAR_DOC = """\
-Find code that resembles a given snippet (`code`) or an existing chunk (`path` relative to
-the project root plus a 1-based `line` inside it; that chunk itself is left out). Use it to
-find duplicates, other implementations of the same pattern, or callers written alike before
-changing one of them. Give either code, or path and line, not both. Returns JSON
-`{"hits": [...]}` shaped as in codebase_search."""
-
-_INDEX_DOC = """\
-Bring the code index up to date with the files on disk (incremental: only changed files are
-read). The server already does this on start, so call it after you edited many files, or
-with force=true to re-read everything. Returns JSON `{"report": {...}}` with files seen,
-parsed, removed, chunks added, skipped-file counts by reason, seconds taken. With
-estimate=true nothing is embedded: it returns `{"estimate": {...}}`, the number of chunks
-and tokens embedding would cost."""
-
-_STATUS_DOC = """\
-Describe the index: whether it exists, how many files, chunks and symbols it holds, files per
-language, its size on disk, when it was last updated and what that run did. Cheap; use it to
-check that the codebase is indexed or to explain a surprising search result."""
-
-_HEALTH_DOC = """\
-Check the index for damage: the database's integrity and the derived files (lexical index,
-vector graph) against it. Returns JSON `{"health": {"ok": ..., "problems": [...],
-"repaired": [...]}}`. With repair=true the derived files are rebuilt from the database. Use
-it when searches fail or look wrong."""
-
-
 def build_server(service: McpService) -> MCPServer[Any]:
     """The MCP server with the coderecall tools over ``service``."""
     server: MCPServer[Any] = MCPServer(
         name="coderecall",
         version=__version__,
-        instructions=(
-            "Code search over one project. Start with codebase_search (or codebase_peek for "
-            "locations only); index_codebase after large edits."
-        ),
+        instructions=docs.SERVER_INSTRUCTIONS,
         log_level="WARNING",
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -293,16 +331,43 @@ def build_server(service: McpService) -> MCPServer[Any]:
         limit: int = 10,
         language: str | list[str] | None = None,
         directory: str | list[str] | None = None,
+        source: str | list[str] | None = None,
     ) -> str:
-        return _tool(lambda: service.search(query, limit, language, directory, with_content=True))
+        return _tool(
+            lambda: service.search(
+                query, limit, language, directory, with_content=True, source=source
+            )
+        )
 
     def codebase_peek(
         query: str,
         limit: int = 20,
         language: str | list[str] | None = None,
         directory: str | list[str] | None = None,
+        source: str | list[str] | None = None,
     ) -> str:
-        return _tool(lambda: service.search(query, limit, language, directory, with_content=False))
+        return _tool(
+            lambda: service.search(
+                query, limit, language, directory, with_content=False, source=source
+            )
+        )
+
+    def codebase_context(query: str, budget: int | None = None) -> str:
+        return _tool(lambda: service.context(query, budget))
+
+    def implementation_lookup(symbol: str, limit: int = 3, with_content: bool = True) -> str:
+        return _tool(lambda: service.lookup(symbol, limit, with_content))
+
+    def call_graph(
+        symbol: str,
+        direction: Literal["callers", "callees", "both"] = "both",
+        depth: int = 1,
+        limit: int = 50,
+    ) -> str:
+        return _tool(lambda: service.call_graph(symbol, direction, depth, limit))
+
+    def call_graph_path(source: str, target: str, max_depth: int = 8) -> str:
+        return _tool(lambda: service.call_path(source, target, max_depth))
 
     def find_similar(
         code: str | None = None,
@@ -321,15 +386,39 @@ def build_server(service: McpService) -> MCPServer[Any]:
     def index_health_check(repair: bool = False) -> str:
         return _tool(lambda: service.health(repair))
 
+    def index_metrics() -> str:
+        return _tool(service.metrics)
+
+    def index_logs(limit: int = 50, level: str | None = None, contains: str | None = None) -> str:
+        return _tool(lambda: service.logs(limit, level, contains))
+
+    def add_knowledge_base(path: str, name: str | None = None) -> str:
+        return _tool(lambda: service.add_knowledge_base(path, name))
+
+    def list_knowledge_bases() -> str:
+        return _tool(service.list_knowledge_bases)
+
+    def remove_knowledge_base(name: str) -> str:
+        return _tool(lambda: service.remove_knowledge_base(name))
+
     # Unstructured: the JSON text is the whole answer, so the token cap covers all of it
     # (structured output would send the same data twice).
     tools: list[tuple[Callable[..., str], str, ToolAnnotations | None]] = [
-        (codebase_search, _SEARCH_DOC, read_only),
-        (codebase_peek, _PEEK_DOC, read_only),
-        (find_similar, _SIMILAR_DOC, read_only),
-        (index_codebase, _INDEX_DOC, None),
-        (index_status, _STATUS_DOC, read_only),
-        (index_health_check, _HEALTH_DOC, None),
+        (codebase_context, docs.CONTEXT_DOC, read_only),
+        (codebase_search, docs.SEARCH_DOC, read_only),
+        (codebase_peek, docs.PEEK_DOC, read_only),
+        (implementation_lookup, docs.LOOKUP_DOC, read_only),
+        (call_graph, docs.CALL_GRAPH_DOC, read_only),
+        (call_graph_path, docs.CALL_PATH_DOC, read_only),
+        (find_similar, docs.SIMILAR_DOC, read_only),
+        (index_codebase, docs.INDEX_DOC, None),
+        (index_status, docs.STATUS_DOC, read_only),
+        (index_health_check, docs.HEALTH_DOC, None),
+        (index_metrics, docs.METRICS_DOC, read_only),
+        (index_logs, docs.LOGS_DOC, read_only),
+        (add_knowledge_base, docs.KB_ADD_DOC, None),
+        (list_knowledge_bases, docs.KB_LIST_DOC, read_only),
+        (remove_knowledge_base, docs.KB_REMOVE_DOC, None),
     ]
     for function, description, hints in tools:
         server.add_tool(
@@ -388,6 +477,7 @@ def serve(
             key="token",
         )
     with CodeIndex(root, force=force) as index:
+        index._log_to_file()
         service = McpService(index)
         server = build_server(service)
         service.start()

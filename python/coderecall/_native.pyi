@@ -162,6 +162,72 @@ def extract_symbols(path: str, text: str) -> list[tuple[str, str, str, int, int]
     Empty for files without a grammar.
     """
 
+class GraphNodeDict(TypedDict):
+    id: int
+    path: str
+    language: str
+    name: str
+    symbol_path: str
+    kind: str
+    start_line: int
+    end_line: int
+    callers: int
+    callees: int
+
+class GraphEdgeDict(TypedDict):
+    kind: Literal["call", "inherit"]
+    path: str
+    line: int
+    callee: str
+    confidence: Literal["resolved", "inferred", "unresolved"]
+    depth: int
+    reason: Literal["ambiguous", "external", "unknown"] | None
+    external: str | None
+    candidates: list[GraphNodeDict]
+    to: GraphNodeDict | None
+
+class GraphStatsDict(TypedDict):
+    files: int
+    definitions: int
+    edges: int
+    resolved: int
+    inferred: int
+    unresolved: int
+    ambiguous: int
+    external: int
+    unknown: int
+    inherits: int
+    build_seconds: float
+
+@final
+class CallGraph:
+    """The call graph of one view at one generation: immutable, queried without the store.
+
+    Nodes are definitions (plus one per file for its top level, kind ``module``); edges are
+    calls and inheritance, each ``resolved`` (through scope or imports), ``inferred`` (the
+    only definition of that name) or ``unresolved`` (``reason``: ambiguous, external,
+    unknown). An edge dict also has ``"from"``, the calling node (a keyword in Python).
+    """
+
+    def stats(self) -> GraphStatsDict: ...
+    def language_stats(self) -> dict[str, dict[str, int]]:
+        """Calls per language of the calling file: resolved, inferred, unresolved."""
+    def find(self, symbol: str, limit: int = 20) -> list[GraphNodeDict]:
+        """Definitions matching a name, a qualified name or ``path:line``, implementation
+        (not tests, not impl blocks) first."""
+    def node_info(self, id: int) -> GraphNodeDict: ...
+    def edges(
+        self, id: int, callers: bool, depth: int = 1, limit: int = 200
+    ) -> list[GraphEdgeDict]:
+        """Edges reaching (``callers``) or leaving node ``id``, breadth first to ``depth``;
+        ambiguous edges are listed but not walked."""
+    def unresolved_named(self, id: int) -> int:
+        """Calls of the node's name that resolved to nothing (callers that may be unseen)."""
+    def path(self, source: int, target: int, max_depth: int = 8) -> list[GraphEdgeDict] | None:
+        """The shortest call chain between two nodes; ambiguous edges only if nothing else."""
+    def outline(self, path: str) -> list[GraphNodeDict]:
+        """The definitions of one file, in source order."""
+
 @final
 class NativeIndex:
     """A handle on one index directory (``index.db`` plus derived lexical files).
@@ -269,5 +335,15 @@ class NativeIndex:
         """Check SQLite and the derived files (this view's lexical snapshot; the graph of
         ``vectors`` = (model, dims, quantization)); with ``repair``, rebuild those from
         SQLite without embedding anything."""
+    def vector_count(self, model: str) -> int:
+        """Vectors stored for the embedding model ``model`` (its model id)."""
+    def drop_view(self, name: str) -> bool:
+        """Delete another view of the store (a removed knowledge base) and its snapshot; its
+        file versions are collected after the grace period. False if there is no such view."""
+    def lines(self, path: str, start: int, end: int) -> str | None:
+        """Lines ``start..=end`` (1-based, inclusive) of ``path`` as indexed, so that they
+        match the index's line numbers even if the file changed since; None if not indexed."""
+    def call_graph(self) -> CallGraph:
+        """The call graph of the view as published (rebuilt on first use after a change)."""
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, key: str, value: str) -> None: ...

@@ -35,6 +35,9 @@ class SearchHit:
     """The chunk's source text, or ``None`` when it was not requested."""
     channels: tuple[str, ...] = ("lexical",)
     """Which retrieval channels found it: ``"lexical"``, ``"semantic"`` or both."""
+    source: str = "code"
+    """Where it comes from: ``"code"`` (the project), or a knowledge base's name (then
+    ``path`` is relative to that knowledge base's folder)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -150,6 +153,33 @@ class IndexStatus:
             "lexical_bytes": self.lexical_bytes,
             "last_indexed": self.last_indexed.isoformat() if self.last_indexed else None,
             "last_report": self.last_report.to_dict() if self.last_report else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IndexMetrics:
+    """What ``index_metrics`` reports: the index's counts and sizes, its call graph, and the
+    latency of this process's recent operations."""
+
+    status: IndexStatus
+    graph: Mapping[str, float]
+    """Definitions, edges by confidence, inheritance edges, build seconds (empty when the
+    index was never built)."""
+    vectors: int
+    """Stored vectors of the recorded embedding model."""
+    embedding_model: str | None
+    knowledge_bases: int
+    operations: Mapping[str, Mapping[str, float]]
+    """Operation -> count, p50_ms, p95_ms, max_ms (this process, last 1024 runs each)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status.to_dict(),
+            "graph": dict(self.graph),
+            "vectors": self.vectors,
+            "embedding_model": self.embedding_model,
+            "knowledge_bases": self.knowledge_bases,
+            "operations": {op: dict(stats) for op, stats in self.operations.items()},
         }
 
 

@@ -116,7 +116,8 @@ impl ChunkKind {
     }
 
     /// Kinds whose nested functions are methods.
-    fn is_type_like(self) -> bool {
+    #[must_use]
+    pub fn is_type_like(self) -> bool {
         matches!(
             self,
             ChunkKind::Class
@@ -162,6 +163,8 @@ pub struct Symbol {
 pub struct FileChunks {
     pub chunks: Vec<Chunk>,
     pub symbols: Vec<Symbol>,
+    /// Calls, imports and inheritance, in the same parse (empty without a grammar).
+    pub refs: Vec<crate::refs::Ref>,
     /// True when the grammar could not be used (timeout or no tree) and line windows were used.
     pub fell_back: bool,
 }
@@ -234,6 +237,7 @@ pub fn chunk_file(source: &str, lang: Language) -> FileChunks {
     let lines = Lines::new(source);
     let mut out = Emitter::new(&lines);
     let mut fell_back = false;
+    let mut refs = Vec::new();
     match lang {
         Language::Markdown => markdown_sections(&lines, &mut out),
         _ => match lang.grammar().zip(lang.definitions_query()) {
@@ -242,6 +246,7 @@ pub fn chunk_file(source: &str, lang: Language) -> FileChunks {
                     let defs = definitions(&tree, query, source, &lines);
                     out.symbols = defs.symbols(separator(lang));
                     out.range(&defs.roots, 0, lines.len(), &Scope::root());
+                    refs = crate::refs::extract(&tree, lang, source);
                 }
                 None => {
                     fell_back = true;
@@ -258,6 +263,7 @@ pub fn chunk_file(source: &str, lang: Language) -> FileChunks {
             .map(|c| c.finish(&lines, separator(lang)))
             .collect(),
         symbols: out.symbols,
+        refs,
         fell_back,
     }
 }

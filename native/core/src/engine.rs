@@ -19,6 +19,7 @@ use rayon::prelude::*;
 use crate::bm25::{AnalyzedDoc, Bm25Index, Bm25Params, DocFields, analyze_doc};
 use crate::chunk::{Chunk, ChunkKind, chunk_file, join_symbol_path};
 use crate::error::{Error, Result};
+use crate::graph::Graph;
 use crate::hash::{IntMap, content_hash};
 use crate::lang::{Language, module_path};
 use crate::rank::{
@@ -484,6 +485,8 @@ pub struct Engine {
     cancel: AtomicBool,
     pool: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>>,
     weights: RwLock<Weights>,
+    /// The call graph of the view at a generation, built on first use after a change.
+    graph: Mutex<Option<(u64, Arc<Graph>)>>,
     #[cfg(feature = "embed")]
     semantic: RwLock<Option<crate::semantic::Semantic>>,
 }
@@ -516,6 +519,7 @@ impl Engine {
             cancel: AtomicBool::new(false),
             pool: Mutex::new(None),
             weights: RwLock::new(Weights::default()),
+            graph: Mutex::new(None),
             #[cfg(feature = "embed")]
             semantic: RwLock::new(None),
         };
@@ -596,6 +600,50 @@ impl Engine {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = next;
         Ok(())
+    }
+
+    /// The call graph of the view as published: the cached one while the generation is
+    /// unchanged, else rebuilt from the store (one thread builds, others wait for it).
+    pub fn graph(&self) -> Result<Arc<Graph>> {
+        let mut slot = Self::lock(&self.graph);
+        let generation = Self::lock(&self.reader).generation(self.view)?;
+        if let Some((built, graph)) = slot.as_ref()
+            && *built == generation
+        {
+            return Ok(Arc::clone(graph));
+        }
+        let files = Self::lock(&self.reader).graph_files(self.view)?;
+        let pool = self.pool()?;
+        let graph = Arc::new(pool.install(|| Graph::build(files)));
+        *slot = Some((generation, Arc::clone(&graph)));
+        Ok(graph)
+    }
+
+    /// Deletes another view of this store (a removed knowledge base) and its lexical
+    /// snapshot. Its file versions are collected after the grace period. False if unknown.
+    pub fn drop_view(&self, name: &str) -> Result<bool> {
+        let own = Self::lock(&self.reader)
+            .views()?
+            .into_iter()
+            .any(|(id, n)| id == self.view && n == name);
+        if own {
+            return Err(Error::InvalidArgument("a view cannot drop itself".into()));
+        }
+        let Some(id) = Self::lock(&self.writer).drop_view(name)? else {
+            return Ok(false);
+        };
+        let _ = fs::remove_file(self.dir.join(lexical_file(id))); // best effort: disk only
+        Ok(true)
+    }
+
+    /// Vectors stored for `model` (all views).
+    pub fn vector_count(&self, model: &str) -> Result<usize> {
+        Self::lock(&self.reader).count_vectors(model)
+    }
+
+    /// Lines `start..=end` (1-based, inclusive) of `path` as indexed.
+    pub fn lines(&self, path: &str, start: u32, end: u32) -> Result<Option<String>> {
+        Self::lock(&self.reader).view_lines(self.view, path, start, end)
     }
 
     pub fn get_meta(&self, key: &str) -> Result<Option<String>> {
@@ -1700,8 +1748,7 @@ fn parse_version(r: &Read_) -> std::result::Result<FileVersion, SkipReason> {
         language,
         r.bytes.len() as u64,
         text,
-        chunks.chunks,
-        chunks.symbols,
+        chunks,
     ))
 }
 

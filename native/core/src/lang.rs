@@ -383,6 +383,44 @@ impl Language {
         })
     }
 
+    /// Source of `queries/<name>/references.scm` (calls, imports, inheritance; see
+    /// [`crate::refs`]), embedded at build time. TSX is the TypeScript query plus JSX.
+    #[must_use]
+    pub fn references_query_source(self) -> Option<&'static str> {
+        Some(match self {
+            Language::Python => include_str!("../queries/python/references.scm"),
+            Language::JavaScript => include_str!("../queries/javascript/references.scm"),
+            Language::TypeScript => include_str!("../queries/typescript/references.scm"),
+            // The TypeScript grammar has no JSX nodes; TSX adds its JSX patterns.
+            Language::Tsx => concat!(
+                include_str!("../queries/typescript/references.scm"),
+                include_str!("../queries/tsx/jsx.scm")
+            ),
+            Language::Rust => include_str!("../queries/rust/references.scm"),
+            Language::Go => include_str!("../queries/go/references.scm"),
+            Language::Java => include_str!("../queries/java/references.scm"),
+            Language::C => include_str!("../queries/c/references.scm"),
+            Language::Cpp => include_str!("../queries/cpp/references.scm"),
+            Language::CSharp => include_str!("../queries/csharp/references.scm"),
+            Language::Ruby => include_str!("../queries/ruby/references.scm"),
+            Language::Php => include_str!("../queries/php/references.scm"),
+            Language::Kotlin => include_str!("../queries/kotlin/references.scm"),
+            Language::Swift => include_str!("../queries/swift/references.scm"),
+            Language::Scala => include_str!("../queries/scala/references.scm"),
+            Language::Bash => include_str!("../queries/bash/references.scm"),
+            Language::Lua => include_str!("../queries/lua/references.scm"),
+            Language::Zig => include_str!("../queries/zig/references.scm"),
+            Language::Markdown
+            | Language::Json
+            | Language::Yaml
+            | Language::Toml
+            | Language::Html
+            | Language::Css
+            | Language::Sql
+            | Language::Text => return None,
+        })
+    }
+
     /// The compiled definitions query, built once per process.
     ///
     /// A query that does not compile against its grammar yields `None` rather than a panic;
@@ -391,14 +429,25 @@ impl Language {
     pub fn definitions_query(self) -> Option<&'static tree_sitter::Query> {
         static QUERIES: [OnceLock<Option<tree_sitter::Query>>; GRAMMAR_COUNT] =
             [const { OnceLock::new() }; GRAMMAR_COUNT];
+        self.compiled(&QUERIES, self.definitions_query_source())
+    }
 
-        let slot = QUERIES.get(self as usize)?;
-        slot.get_or_init(|| {
-            let grammar = self.grammar()?;
-            let source = self.definitions_query_source()?;
-            tree_sitter::Query::new(&grammar, source).ok()
-        })
-        .as_ref()
+    /// The compiled references query, built once per process (`None` as for definitions).
+    #[must_use]
+    pub fn references_query(self) -> Option<&'static tree_sitter::Query> {
+        static QUERIES: [OnceLock<Option<tree_sitter::Query>>; GRAMMAR_COUNT] =
+            [const { OnceLock::new() }; GRAMMAR_COUNT];
+        self.compiled(&QUERIES, self.references_query_source())
+    }
+
+    fn compiled(
+        self,
+        slots: &'static [OnceLock<Option<tree_sitter::Query>>; GRAMMAR_COUNT],
+        source: Option<&'static str>,
+    ) -> Option<&'static tree_sitter::Query> {
+        let slot = slots.get(self as usize)?;
+        slot.get_or_init(|| tree_sitter::Query::new(&self.grammar()?, source?).ok())
+            .as_ref()
     }
 
     /// Whether the language is grammar-backed (`Python ..= Zig`).

@@ -16,9 +16,11 @@ pub mod chunk;
 pub mod embed;
 pub mod engine;
 pub mod error;
+pub mod graph;
 pub mod hash;
 pub mod lang;
 pub mod rank;
+pub mod refs;
 #[cfg(feature = "embed")]
 pub mod semantic;
 pub mod store;

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
-use crate::chunk::{Chunk, ChunkKind, Symbol};
+use crate::chunk::{Chunk, ChunkKind, FileChunks, Symbol};
 use crate::error::{Error, Result};
 use crate::lang::Language;
 
@@ -129,6 +129,13 @@ const MIGRATIONS: &[&str] = &[
     DELETE FROM meta WHERE key = 'generation';
     CREATE INDEX files_orphaned ON files(orphaned_at) WHERE orphaned_at IS NOT NULL;
     ",
+    // 5: the references of a file version (calls, imports, inheritance; `refs::encode`).
+    // Versions stored before have none: every path is re-read once (its stat no longer
+    // matches) and its known content parsed again to fill them; chunks and vectors stay.
+    "
+    ALTER TABLE files ADD COLUMN refs BLOB;
+    UPDATE view_files SET mtime_ns = -1;
+    ",
 ];
 
 /// A chunk whose content has no vector for a model yet.
@@ -201,6 +208,8 @@ pub struct FileVersion {
     pub lines: u32,
     pub chunks: Vec<Chunk>,
     pub symbols: Vec<Symbol>,
+    /// Calls, imports and inheritance, encoded by [`crate::refs::encode`].
+    refs: Vec<u8>,
     /// The text the chunks were cut from, as a [`textblob`](crate::textblob).
     text: Vec<u8>,
     /// Per chunk: its content is exactly its line range of the text (then not stored twice).
@@ -211,14 +220,13 @@ impl FileVersion {
     /// A version of `text` (the decoded file, byte-order mark removed) with its chunks and
     /// symbols. Compresses the text: call it on the worker threads, not while publishing.
     #[must_use]
-    pub fn new(
-        hash: i64,
-        language: Language,
-        size: u64,
-        text: &str,
-        chunks: Vec<Chunk>,
-        symbols: Vec<Symbol>,
-    ) -> Self {
+    pub fn new(hash: i64, language: Language, size: u64, text: &str, parsed: FileChunks) -> Self {
+        let FileChunks {
+            chunks,
+            symbols,
+            refs,
+            ..
+        } = parsed;
         let starts = crate::chunk::line_starts(text);
         let derived = chunks
             .iter()
@@ -231,6 +239,7 @@ impl FileVersion {
             lines: u32::try_from(starts.len()).unwrap_or(u32::MAX),
             chunks,
             symbols,
+            refs: crate::refs::encode(&refs),
             // Compressing only fails on allocation failure; storing the chunk text instead
             // (no file text) keeps the version readable even then.
             text: crate::textblob::compress(text).unwrap_or_default(),
@@ -570,11 +579,12 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Which of `hashes` are stored file versions.
+    /// Which of `hashes` are stored file versions with their references (versions stored
+    /// before references were kept are parsed again).
     pub fn known_hashes(&self, hashes: &[i64]) -> Result<HashSet<i64>> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT 1 FROM files WHERE hash = ?1")?;
+            .prepare_cached("SELECT 1 FROM files WHERE hash = ?1 AND refs IS NOT NULL")?;
         let mut known = HashSet::new();
         for &h in hashes {
             if stmt.exists([h])? {
@@ -649,6 +659,28 @@ impl Store {
                     .map_err(|reason| self.corrupt(file_hash, &reason))?,
             ),
         })
+    }
+
+    /// Lines `start..=end` of `path` as the view has it, `None` when the path is not in
+    /// the view. The text is the indexed one, so it matches the index's line numbers.
+    pub fn view_lines(
+        &self,
+        view_id: i64,
+        path: &str,
+        start: u32,
+        end: u32,
+    ) -> Result<Option<String>> {
+        let hash: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT file_hash FROM view_files WHERE view_id = ?1 AND path = ?2")?
+            .query_row(params![view_id, path], |r| r.get(0))
+            .optional()?;
+        let Some(hash) = hash else {
+            return Ok(None);
+        };
+        let text = crate::textblob::lines(&self.file_blob(hash)?, start, end)
+            .map_err(|reason| self.corrupt(hash, &reason))?;
+        Ok(Some(text))
     }
 
     /// The stored text of a file version (schema 2 and later).
@@ -831,9 +863,11 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let mut insert_file = tx.prepare_cached(
-                "INSERT OR IGNORE INTO files (hash, language, size, lines, indexed_at, text)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT OR IGNORE INTO files (hash, language, size, lines, indexed_at, text, refs)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
+            let mut fill_refs =
+                tx.prepare_cached("UPDATE files SET refs = ?2 WHERE hash = ?1 AND refs IS NULL")?;
             let mut insert_chunk = tx.prepare_cached(
                 "INSERT INTO chunks (file_hash, ordinal, start_line, end_line, kind,
                     symbol, local_path, names, context, content, content_hash)
@@ -852,11 +886,14 @@ impl Store {
                     size,
                     v.lines,
                     now,
-                    text
+                    text,
+                    v.refs
                 ])? == 0
                 {
                     // Stored before (by another writer, or kept as an orphan): its chunks are
-                    // there too, so plain inserts below never conflict.
+                    // there too, so plain inserts below never conflict. A version stored
+                    // before references were kept gets them now.
+                    fill_refs.execute(params![v.hash, v.refs])?;
                     continue;
                 }
                 for ((ordinal, c), &derived) in (0_i64..).zip(&v.chunks).zip(&v.derived) {
@@ -974,15 +1011,7 @@ impl Store {
                 continue; // a root that still exists keeps its view, however old
             }
             // Its files count as orphaned since the view was last used.
-            tx.execute(
-                "UPDATE files SET orphaned_at = (SELECT used_at FROM views WHERE id = ?1)
-                 WHERE hash IN (SELECT file_hash FROM view_files WHERE view_id = ?1)
-                 AND NOT EXISTS (SELECT 1 FROM view_files o
-                                 WHERE o.file_hash = files.hash AND o.view_id != ?1)",
-                [id],
-            )?;
-            tx.execute("DELETE FROM view_files WHERE view_id = ?1", [id])?;
-            tx.execute("DELETE FROM views WHERE id = ?1", [id])?;
+            forget_view(&tx, id, None)?;
             stats.views += 1;
         }
         let expired = "FROM files WHERE orphaned_at IS NOT NULL AND orphaned_at <= ?1
@@ -1026,6 +1055,69 @@ impl Store {
             "DELETE FROM vectors WHERE model = ?1 AND length(vector) != ?2",
             params![model, i64::try_from(dims * 2).unwrap_or(i64::MAX)],
         )?)
+    }
+
+    /// Every file of a view with its definitions and stored references, for the call graph.
+    pub fn graph_files(&self, view_id: i64) -> Result<Vec<crate::graph::GraphFile>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT v.path, v.file_hash, f.language, f.refs FROM view_files v
+             JOIN files f ON f.hash = v.file_hash WHERE v.view_id = ?1",
+        )?;
+        let rows = stmt.query_map([view_id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<Vec<u8>>>(3)?,
+            ))
+        })?;
+        let files: Vec<(String, i64, String, Option<Vec<u8>>)> =
+            rows.collect::<rusqlite::Result<_>>()?;
+        let mut symbols: HashMap<i64, Vec<Symbol>> = HashMap::new();
+        let mut stmt = self.conn.prepare(
+            "SELECT s.file_hash, s.name, s.kind, s.local_path, s.start_line, s.end_line
+             FROM symbols s WHERE s.file_hash IN
+                (SELECT file_hash FROM view_files WHERE view_id = ?1)
+             ORDER BY s.rowid",
+        )?;
+        let mut rows = stmt.query([view_id])?;
+        while let Some(r) = rows.next()? {
+            let kind: String = r.get(2)?;
+            symbols.entry(r.get(0)?).or_default().push(Symbol {
+                name: r.get(1)?,
+                kind: ChunkKind::from_name(&kind).unwrap_or(ChunkKind::Code),
+                local_path: r.get(3)?,
+                start_line: r.get(4)?,
+                end_line: r.get(5)?,
+            });
+        }
+        Ok(files
+            .into_iter()
+            .filter_map(|(path, hash, language, refs)| {
+                Some(crate::graph::GraphFile {
+                    language: Language::from_name(&language)?,
+                    symbols: symbols.get(&hash).cloned().unwrap_or_default(),
+                    refs: refs.unwrap_or_default(),
+                    path,
+                })
+            })
+            .collect())
+    }
+
+    /// Deletes the view `name` (a removed knowledge base): its files become orphans now,
+    /// collected after the grace period. Returns its id, or `None` if there is no such view.
+    pub fn drop_view(&mut self, name: &str) -> Result<Option<i64>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let id: Option<i64> = tx
+            .query_row("SELECT id FROM views WHERE name = ?1", [name], |r| r.get(0))
+            .optional()?;
+        if let Some(id) = id {
+            forget_view(&tx, id, Some(unix_now()))?;
+        }
+        tx.commit()?;
+        Ok(id)
     }
 
     /// Ids and names of every view.
@@ -1111,6 +1203,22 @@ fn entry_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EntryRow> {
     ))
 }
 
+/// Removes a view and its paths; its file versions no other view holds become orphans,
+/// since `at` (default: when the view was last used).
+fn forget_view(tx: &rusqlite::Transaction<'_>, id: i64, at: Option<i64>) -> Result<()> {
+    tx.execute(
+        "UPDATE files SET orphaned_at = coalesce(?2, (SELECT used_at FROM views WHERE id = ?1))
+         WHERE hash IN (SELECT file_hash FROM view_files WHERE view_id = ?1)
+         AND NOT EXISTS (SELECT 1 FROM view_files o
+                         WHERE o.file_hash = files.hash AND o.view_id != ?1)",
+        params![id, at],
+    )?;
+    tx.execute("DELETE FROM view_files WHERE view_id = ?1", [id])?;
+    tx.execute("DELETE FROM skipped_files WHERE view_id = ?1", [id])?;
+    tx.execute("DELETE FROM views WHERE id = ?1", [id])?;
+    Ok(())
+}
+
 fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -1130,8 +1238,7 @@ mod tests {
             Language::Text,
             text.len() as u64,
             text,
-            chunks.chunks,
-            chunks.symbols,
+            chunks,
         )
     }
 
@@ -1193,6 +1300,94 @@ mod tests {
         }
     }
 
+    /// Versions stored before references were kept (schema 4) are parsed again when next
+    /// seen, and publishing fills in their references without touching their chunks.
+    #[test]
+    fn versions_without_references_get_them_on_the_next_publish() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("index.db")).unwrap();
+        let v = python_version("import os\n\ndef f():\n    return os.getcwd()\n");
+        store
+            .publish(DEFAULT_VIEW, &changes(&v, &upsert("a.py", &v), &[]), || {
+                Ok(())
+            })
+            .unwrap();
+        let refs_of = |store: &Store| -> Vec<crate::refs::Ref> {
+            let files = store.graph_files(DEFAULT_VIEW).unwrap();
+            crate::refs::decode(&files[0].refs)
+        };
+        assert!(!refs_of(&store).is_empty());
+        store
+            .conn
+            .execute("UPDATE files SET refs = NULL", [])
+            .unwrap();
+        assert!(refs_of(&store).is_empty());
+        assert!(
+            store.known_hashes(&[v.hash]).unwrap().is_empty(),
+            "parsed again"
+        );
+        let chunks = store.chunks(v.hash).unwrap();
+        store
+            .publish(DEFAULT_VIEW, &changes(&v, &upsert("a.py", &v), &[]), || {
+                Ok(())
+            })
+            .unwrap();
+        assert!(refs_of(&store).iter().any(|r| r.name == "getcwd"));
+        assert_eq!(store.chunks(v.hash).unwrap(), chunks);
+        assert_eq!(store.known_hashes(&[v.hash]).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_dropped_view_orphans_its_files_and_keeps_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("index.db")).unwrap();
+        assert_eq!(store.open_view("/repo").unwrap(), DEFAULT_VIEW); // adopts the first view
+        let kb = store.open_view("/docs").unwrap();
+        let (a, b) = (version("shared\n"), version("only in the kb\n"));
+        store
+            .publish(
+                DEFAULT_VIEW,
+                &changes(&a, &upsert("a.txt", &a), &[]),
+                || Ok(()),
+            )
+            .unwrap();
+        let both = [
+            ViewUpdate {
+                path: "a.txt".into(),
+                file_hash: a.hash,
+                mtime_ns: 1,
+                size: 1,
+            },
+            ViewUpdate {
+                path: "b.txt".into(),
+                file_hash: b.hash,
+                mtime_ns: 1,
+                size: 1,
+            },
+        ];
+        let versions = [version("shared\n"), version("only in the kb\n")];
+        let kb_changes = Changes {
+            versions: &versions,
+            upserts: &both,
+            removed: &[],
+            skipped: &[],
+        };
+        store.publish(kb, &kb_changes, || Ok(())).unwrap();
+        assert_eq!(store.drop_view("/docs").unwrap(), Some(kb));
+        assert_eq!(store.drop_view("/docs").unwrap(), None);
+        assert!(store.views().unwrap().iter().all(|(id, _)| *id != kb));
+        let orphaned: Vec<i64> = store
+            .conn
+            .prepare("SELECT hash FROM files WHERE orphaned_at IS NOT NULL")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(orphaned, vec![b.hash], "the shared version stays live");
+        assert_eq!(store.view(DEFAULT_VIEW).unwrap().len(), 1);
+    }
+
     fn python_version(text: &str) -> FileVersion {
         let chunks = chunk_file(text, Language::Python);
         FileVersion::new(
@@ -1200,8 +1395,7 @@ mod tests {
             Language::Python,
             text.len() as u64,
             text,
-            chunks.chunks,
-            chunks.symbols,
+            chunks,
         )
     }
 

@@ -914,3 +914,39 @@ fn detect_other_text() {
         );
     }
 }
+
+#[test]
+fn every_references_query_compiles_with_known_captures() {
+    const CAPTURES: &[&str] = &[
+        "call.name",
+        "call.receiver",
+        "import.module",
+        "import.name",
+        "import.alias",
+        "inherit.class",
+        "inherit.base",
+    ];
+    let mut failures = Vec::new();
+    for lang in grammar_languages() {
+        let name = lang.name();
+        let (Some(grammar), Some(source)) = (lang.grammar(), lang.references_query_source()) else {
+            failures.push(format!("{name}: grammar without a references query"));
+            continue;
+        };
+        match Query::new(&grammar, source) {
+            Ok(query) => {
+                for capture in query.capture_names() {
+                    // Captures starting with `_` are helpers for predicates.
+                    if !capture.starts_with('_') && !CAPTURES.contains(capture) {
+                        failures.push(format!("{name}: unknown capture @{capture}"));
+                    }
+                }
+                if query.pattern_count() == 0 {
+                    failures.push(format!("{name}: the references query has no patterns"));
+                }
+            }
+            Err(err) => failures.push(format!("{name}: {err}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -20,6 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 mod embed;
+mod graph;
 
 create_exception!(
     coderecall,
@@ -392,6 +393,31 @@ impl NativeIndex {
         Ok(d)
     }
 
+    /// The call graph of this view as published (built on first use after a change).
+    fn call_graph(&self, py: Python<'_>) -> PyResult<graph::CallGraph> {
+        let engine = self.engine()?;
+        let built = py.detach(|| engine.graph()).map_err(to_py)?;
+        Ok(graph::CallGraph::new(built))
+    }
+
+    /// Vectors stored for the embedding model `model`.
+    fn vector_count(&self, py: Python<'_>, model: &str) -> PyResult<usize> {
+        let engine = self.engine()?;
+        py.detach(|| engine.vector_count(model)).map_err(to_py)
+    }
+
+    /// Deletes another view (a removed knowledge base); False if there is none by that name.
+    fn drop_view(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let engine = self.engine()?;
+        py.detach(|| engine.drop_view(name)).map_err(to_py)
+    }
+
+    /// Lines `start..=end` of `path` as indexed (None when the path is not indexed).
+    fn lines(&self, py: Python<'_>, path: &str, start: u32, end: u32) -> PyResult<Option<String>> {
+        let engine = self.engine()?;
+        py.detach(|| engine.lines(path, start, end)).map_err(to_py)
+    }
+
     fn get_meta(&self, py: Python<'_>, key: &str) -> PyResult<Option<String>> {
         let engine = self.engine()?;
         py.detach(|| engine.get_meta(key)).map_err(to_py)
@@ -504,6 +530,8 @@ fn extract_symbols(
 mod _native {
     #[pymodule_export]
     use super::embed::{Embedder, distill};
+    #[pymodule_export]
+    use super::graph::CallGraph;
     #[pymodule_export]
     use super::{NativeIndex, detect_language, extract_symbols, languages};
 

@@ -1,0 +1,87 @@
+; References for C# (tree-sitter-c-sharp 0.23); capture names in src/refs.rs.
+
+; Calls: `F()`, `F<T>()`.
+(invocation_expression
+  function: [
+    (identifier) @call.name
+    (generic_name
+      (identifier) @call.name)
+  ])
+
+; `obj.M()`, `Type.M<T>()`, `this.M()`, `base.M()`, `Ns.Type.M()` (`this` and `base` are
+; anonymous nodes, hence `_`).
+((invocation_expression
+  function: (member_access_expression
+    expression: _ @call.receiver
+    name: [
+      (identifier) @call.name
+      (generic_name
+        (identifier) @call.name)
+    ]))
+  (#not-match? @call.receiver "^new\\s"))
+
+; `new Program().Run()`: the receiver's type is the class created.
+(invocation_expression
+  function: (member_access_expression
+    expression: (object_creation_expression
+      type: [
+        (identifier) @call.receiver
+        (generic_name
+          (identifier) @call.receiver)
+      ])
+    name: [
+      (identifier) @call.name
+      (generic_name
+        (identifier) @call.name)
+    ]))
+
+; `obj?.M()`.
+(invocation_expression
+  function: (conditional_access_expression
+    condition: (_) @call.receiver
+    (member_binding_expression
+      name: [
+        (identifier) @call.name
+        (generic_name
+          (identifier) @call.name)
+      ])))
+
+; `new User(name)`, `new List<int>()`, `new Ns.User()` call the class (its constructor).
+(object_creation_expression
+  type: [
+    (identifier) @call.name
+    (qualified_name) @call.name
+    (generic_name
+      (identifier) @call.name)
+  ])
+
+; `using Shop.Models;`, `global using System.Linq;`: a namespace's names in scope, binding
+; none. `using static Shop.Util.Strings;` the same for a class's static members.
+(using_directive
+  !name
+  [
+    (identifier)
+    (qualified_name)
+  ] @import.module)
+
+; `using Json = System.Text.Json.JsonSerializer;`: a type or namespace bound to a name.
+(using_directive
+  name: (identifier) @import.alias
+  [
+    (identifier)
+    (qualified_name)
+    (generic_name)
+  ] @import.module)
+
+; `class User : Entity, INamed, IComparable<User>`, structs, interfaces, records
+; (`record R(int X) : Base(X)`).
+(_
+  name: (identifier) @inherit.class
+  (base_list
+    [
+      (identifier)
+      (qualified_name)
+      (generic_name)
+      (primary_constructor_base_type
+        type: (_))
+    ] @inherit.base))

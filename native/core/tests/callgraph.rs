@@ -1,0 +1,188 @@
+//! Call-graph fixtures: one small repository per language under
+//! `tests/fixtures/callgraph/<language>/`, with its expected edges in `expected.txt`.
+//!
+//! Each line of `expected.txt` is `<check> <from> -> <to> [<confidence>]`; symbols are
+//! qualified names (`app.models.User.save`) that must name exactly one definition.
+//! - `call A -> B resolved|inferred`: A calls B with that confidence.
+//! - `inherit A -> B resolved|inferred`: class A extends or implements B.
+//! - `ambiguous A -> name`: A calls `name`, which is reported unresolved with at least two
+//!   candidates.
+//! - `external A -> module`: A calls into `module`, outside the repository (unresolved).
+//! - `unknown A -> name`: A calls `name`, which nothing defines (unresolved).
+//! - `none A -> B`: no edge links A to B (not even as a candidate).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use coderecall_core::graph::{Confidence, EdgeKind, Graph, GraphFile, Target};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/callgraph")
+}
+
+fn load(dir: &Path) -> Graph {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<GraphFile>) {
+        for entry in fs::read_dir(dir).expect("fixture folder") {
+            let path = entry.expect("fixture entry").path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else if path.file_name().is_some_and(|n| n != "expected.txt") {
+                let rel = path
+                    .strip_prefix(root)
+                    .expect("inside the fixture")
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                let source = fs::read_to_string(&path).expect("fixture file");
+                if let Some(file) = GraphFile::parse(&rel, &source) {
+                    out.push(file);
+                }
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    Graph::build(files)
+}
+
+fn one(graph: &Graph, symbol: &str, failures: &mut Vec<String>) -> Option<u32> {
+    let found: Vec<u32> = graph
+        .find(symbol)
+        .into_iter()
+        .filter(|&id| {
+            // `find` also matches a suffix; a fixture names definitions in full.
+            let path = graph.symbol_path(id);
+            path == symbol || path.replace("::", ".") == symbol.replace("::", ".")
+        })
+        .collect();
+    match found.as_slice() {
+        [id] => Some(*id),
+        [] => {
+            failures.push(format!("no definition {symbol}"));
+            None
+        }
+        many => {
+            failures.push(format!("{symbol} names {} definitions", many.len()));
+            None
+        }
+    }
+}
+
+fn describe(graph: &Graph, from: u32) -> String {
+    graph
+        .callees(from)
+        .iter()
+        .map(|&e| {
+            let e = &graph.edges[e as usize];
+            let to = match &e.target {
+                Target::Node(t) => graph.symbol_path(*t),
+                Target::Ambiguous(c) => format!("ambiguous({})", c.len()),
+                Target::External(m) => format!("external({m})"),
+                Target::Unknown => "unknown".into(),
+            };
+            format!(
+                "  {}:{} {} {} -> {to} [{}]",
+                e.kind.name(),
+                e.line,
+                e.callee,
+                "",
+                e.confidence.name()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn check_language(name: &str) -> Vec<String> {
+    let dir = fixtures().join(name);
+    let graph = load(&dir);
+    let expected = fs::read_to_string(dir.join("expected.txt")).expect("expected.txt");
+    let mut failures = Vec::new();
+    for line in expected.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let check = words.next().expect("a check");
+        let from = words.next().expect("a caller");
+        assert_eq!(words.next(), Some("->"), "{name}: bad line {line}");
+        let to = words.next().expect("a callee");
+        let confidence = words.next();
+        let Some(from_id) = one(&graph, from, &mut failures) else {
+            continue;
+        };
+        let edges: Vec<_> = graph
+            .callees(from_id)
+            .into_iter()
+            .map(|e| &graph.edges[e as usize])
+            .collect();
+        let ok = match check {
+            "call" | "inherit" | "none" => {
+                let Some(to_id) = one(&graph, to, &mut failures) else {
+                    continue;
+                };
+                let kind = if check == "inherit" {
+                    EdgeKind::Inherit
+                } else {
+                    EdgeKind::Call
+                };
+                let linked = |e: &&coderecall_core::graph::Edge| match &e.target {
+                    Target::Node(t) => *t == to_id,
+                    Target::Ambiguous(c) => c.contains(&to_id),
+                    _ => false,
+                };
+                if check == "none" {
+                    !edges.iter().any(linked)
+                } else {
+                    let want = match confidence {
+                        Some("resolved") => Confidence::Resolved,
+                        Some("inferred") => Confidence::Inferred,
+                        other => panic!("{name}: bad confidence {other:?} in {line}"),
+                    };
+                    edges.iter().any(|e| {
+                        e.kind == kind && e.target == Target::Node(to_id) && e.confidence == want
+                    })
+                }
+            }
+            "ambiguous" => edges.iter().any(|e| {
+                e.callee.ends_with(to)
+                    && matches!(&e.target, Target::Ambiguous(c) if c.len() >= 2)
+                    && e.confidence == Confidence::Unresolved
+            }),
+            "external" => edges.iter().any(|e| {
+                matches!(&e.target, Target::External(m) if m.contains(to))
+                    && e.confidence == Confidence::Unresolved
+            }),
+            "unknown" => edges.iter().any(|e| {
+                e.callee.ends_with(to)
+                    && e.target == Target::Unknown
+                    && e.confidence == Confidence::Unresolved
+            }),
+            other => panic!("{name}: unknown check {other} in {line}"),
+        };
+        if !ok {
+            failures.push(format!("{line}\n{}", describe(&graph, from_id)));
+        }
+    }
+    failures
+}
+
+fn assert_language(name: &str) {
+    let failures = check_language(name);
+    assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
+}
+
+macro_rules! languages {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                assert_language(stringify!($name));
+            }
+        )*
+    };
+}
+
+languages!(
+    python, javascript, typescript, rust, go, java, c, cpp, csharp, ruby, php, kotlin, swift,
+    scala, bash, lua, zig,
+);

@@ -1,0 +1,303 @@
+"""Code-intelligence commands of the CLI: ``context``, ``def``, ``calls``, ``path``, ``kb``,
+``metrics`` and ``logs``, each with ``--json`` (the same data the MCP tools return)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from ._cli import _common, _positive_int, _print_json, _print_rows, _size, _stdout
+from ._graph import CallEdge, CallGraphResult, Direction, short_callee
+from ._index import CodeIndex
+
+__all__ = ["register"]
+
+
+def register(commands: Any) -> None:
+    """Adds the commands to the CLI's subparsers."""
+    context = commands.add_parser(
+        "context", help="the evidence for a symbol, a file or a question, within a token budget"
+    )
+    context.add_argument("query", help="identifier, file path or plain words")
+    context.add_argument(
+        "--budget", type=_positive_int, help="tokens (default: context-budget, 3000)"
+    )
+    _project(context)
+    context.set_defaults(command=_context)
+
+    lookup = commands.add_parser("def", help="where a symbol is defined (implementation first)")
+    lookup.add_argument("symbol", help="name, Class.method, module.function or FILE:LINE")
+    lookup.add_argument("--limit", type=_positive_int, default=5, help="definitions (default 5)")
+    lookup.add_argument("--no-content", action="store_true", help="print locations only")
+    _project(lookup)
+    lookup.set_defaults(command=_lookup)
+
+    calls = commands.add_parser("calls", help="callers and callees of a symbol")
+    calls.add_argument("symbol", help="name, Class.method, module.function or FILE:LINE")
+    direction = calls.add_mutually_exclusive_group()
+    direction.add_argument("--callers", action="store_true", help="only who calls it")
+    direction.add_argument("--callees", action="store_true", help="only what it calls")
+    calls.add_argument("--depth", type=_positive_int, default=1, help="calls away (1-5)")
+    calls.add_argument("--limit", type=_positive_int, default=100, help="edges per direction")
+    _project(calls)
+    calls.set_defaults(command=_calls)
+
+    path = commands.add_parser("path", help="the shortest call chain from one symbol to another")
+    path.add_argument("source")
+    path.add_argument("target")
+    path.add_argument("--max-depth", type=_positive_int, default=8, help="calls (1-12)")
+    _project(path)
+    path.set_defaults(command=_path)
+
+    kb = commands.add_parser("kb", help="knowledge bases: folders indexed beside the code")
+    actions = kb.add_subparsers(title="kb commands", required=True, metavar="ACTION")
+    add = actions.add_parser("add", help="index a folder beside the code")
+    add.add_argument("folder")
+    add.add_argument("--name", help="its name (default: the folder's name)")
+    add.add_argument("--no-index", action="store_true", help="record it; index on next run")
+    _project(add)
+    add.set_defaults(command=_kb_add)
+    listing = actions.add_parser("list", help="the knowledge bases")
+    _project(listing)
+    listing.set_defaults(command=_kb_list)
+    remove = actions.add_parser("remove", help="stop indexing a knowledge base")
+    remove.add_argument("name")
+    _project(remove)
+    remove.set_defaults(command=_kb_remove)
+
+    metrics = commands.add_parser("metrics", help="index size, call graph and latency numbers")
+    _project(metrics)
+    metrics.set_defaults(command=_metrics)
+
+    logs = commands.add_parser("logs", help="recent records of the index log")
+    logs.add_argument("--limit", type=_positive_int, default=50, help="records (default 50)")
+    logs.add_argument("--level", help="at least this level: debug, info, warning, error")
+    logs.add_argument("--contains", help="only records whose message contains this")
+    _project(logs)
+    logs.set_defaults(command=_logs)
+
+
+def _project(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--path", default=".", help="project root (default: .)")
+    _common(parser)
+
+
+def _open(args: argparse.Namespace) -> CodeIndex:
+    return CodeIndex(args.path, force=args.force_root)
+
+
+def _context(args: argparse.Namespace) -> int:
+    with _open(args) as index:
+        pack = index.context(args.query, budget=args.budget)
+    if args.json:
+        _print_json(pack.to_dict())
+        return 0
+    console = _stdout()
+    for item in pack.items:
+        console.print(f"[bold cyan]{escape(item.header())}[/]")
+        console.print(item.text.rstrip(), markup=False, highlight=False)
+        if item.truncated:
+            console.print("… (cut to fit the budget)", style="dim")
+    for note in pack.notes:
+        console.print(f"note: {note}", style="dim", markup=False)
+    console.print(
+        f"{pack.route}: {len(pack.items)} items, {pack.tokens}/{pack.budget} tokens "
+        f"({pack.tokenizer})",
+        style="dim",
+        markup=False,
+    )
+    return 0
+
+
+def _lookup(args: argparse.Namespace) -> int:
+    with _open(args) as index:
+        found = index.implementation_lookup(
+            args.symbol, limit=args.limit, with_content=not args.no_content
+        )
+    if args.json:
+        _print_json([d.to_dict() for d in found])
+        return 0 if found else 1
+    console = _stdout()
+    if not found:
+        console.print(f"no definition of {args.symbol}", style="dim", markup=False)
+        return 1
+    for d in found:
+        where = f"{d.path}:{d.start_line}-{d.end_line}"
+        console.print(
+            f"[bold cyan]{escape(where)}[/]  {escape(d.kind)} {escape(d.symbol_path)}"
+            f"  [dim](callers {d.callers}, callees {d.callees})[/]"
+        )
+        if d.content is not None:
+            console.print(d.content.rstrip(), markup=False, highlight=False)
+    return 0
+
+
+def _calls(args: argparse.Namespace) -> int:
+    direction: Direction = "callers" if args.callers else "callees" if args.callees else "both"
+    with _open(args) as index:
+        result = index.call_graph(
+            args.symbol, direction=direction, depth=args.depth, limit=args.limit
+        )
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    _print_calls(_stdout(), result, direction)
+    return 0
+
+
+def _print_calls(console: Console, result: CallGraphResult, direction: str) -> None:
+    s = result.symbol
+    console.print(
+        f"[bold]{escape(s.symbol_path)}[/]  [dim]{escape(s.path)}:{s.start_line}-{s.end_line}[/]"
+    )
+    if direction != "callees":
+        console.print("callers:", style="bold")
+        if not result.callers:
+            console.print("  none" if result.complete else "  none found (see note)", style="dim")
+        for e in result.callers:
+            _print_edge(console, e, caller_side=True)
+    if direction != "callers":
+        console.print("callees:", style="bold")
+        for e in result.callees:
+            _print_edge(console, e, caller_side=False)
+    if result.note:
+        console.print(f"note: {result.note}", style="dim", markup=False)
+
+
+def _print_edge(console: Console, e: CallEdge, *, caller_side: bool) -> None:
+    indent = "  " * e.depth
+    if caller_side:
+        name = e.caller.symbol_path or e.caller.path
+    elif e.callee is not None:
+        name = e.callee.symbol_path
+    else:
+        name = short_callee(e.callee_text)
+    detail = e.confidence if e.reason is None else f"{e.confidence}, {e.reason}"
+    if e.reason == "ambiguous":
+        detail += f" among {len(e.candidates)}"
+    if e.external:
+        detail += f": {e.external}"
+    console.print(f"{indent}{escape(name)}  [dim]{escape(e.path)}:{e.line}  ({escape(detail)})[/]")
+
+
+def _path(args: argparse.Namespace) -> int:
+    with _open(args) as index:
+        found = index.call_graph_path(args.source, args.target, max_depth=args.max_depth)
+    if args.json:
+        _print_json(found.to_dict())
+        return 0 if found.found else 1
+    console = _stdout()
+    if not found.found:
+        console.print(f"no call chain: {found.note}", style="dim", markup=False)
+        return 1
+    console.print(escape(found.source.symbol_path), style="bold")
+    for e in found.edges:
+        target = e.callee.symbol_path if e.callee is not None else short_callee(e.callee_text)
+        console.print(f"  -> {escape(target)}  [dim]{escape(e.path)}:{e.line} ({e.confidence})[/]")
+    if found.note:
+        console.print(f"note: {found.note}", style="dim", markup=False)
+    return 0
+
+
+def _kb_add(args: argparse.Namespace) -> int:
+    with _open(args) as index:
+        index._log_to_file()
+        kb = index.add_knowledge_base(
+            args.folder, args.name, index=not args.no_index, progress=not args.json
+        )
+    if args.json:
+        _print_json(kb.to_dict())
+    else:
+        _stdout().print(
+            f"knowledge base {kb.name}: {kb.path} ({kb.files:,} files, {kb.chunks:,} chunks)",
+            markup=False,
+        )
+    return 0
+
+
+def _kb_list(args: argparse.Namespace) -> int:
+    with _open(args) as index:
+        kbs = index.list_knowledge_bases()
+    if args.json:
+        _print_json([kb.to_dict() for kb in kbs])
+        return 0
+    console = _stdout()
+    if not kbs:
+        console.print("no knowledge bases (add one with `coderecall kb add FOLDER`)", style="dim")
+    for kb in kbs:
+        state = "" if kb.exists else "  (folder missing)"
+        console.print(
+            f"{kb.name}  {kb.path}  {kb.files:,} files, {kb.chunks:,} chunks{state}",
+            markup=False,
+        )
+    return 0
+
+
+def _kb_remove(args: argparse.Namespace) -> int:
+    with _open(args) as index:
+        removed = index.remove_knowledge_base(args.name)
+    if args.json:
+        _print_json({"removed": removed, "name": args.name})
+    elif removed:
+        _stdout().print(f"removed knowledge base {args.name}", markup=False)
+    else:
+        _stdout().print(f"no knowledge base named {args.name}", style="dim", markup=False)
+    return 0 if removed else 1
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    with _open(args) as index:
+        metrics = index.metrics()
+    if args.json:
+        _print_json(metrics.to_dict())
+        return 0
+    s, g = metrics.status, metrics.graph
+    rows = [
+        ("files", f"{s.files:,} ({s.chunks:,} chunks, {s.symbols:,} symbols)"),
+        ("size", f"{_size(s.db_bytes)} database, {_size(s.lexical_bytes)} lexical index"),
+        ("vectors", f"{metrics.vectors:,} ({metrics.embedding_model or 'no embedding model'})"),
+        ("knowledge bases", str(metrics.knowledge_bases)),
+    ]
+    if g:
+        edges = int(g["edges"])
+
+        def share(n: float) -> str:
+            return f"{n / edges:.0%}" if edges else "-"
+
+        rows.append(
+            (
+                "call graph",
+                f"{int(g['definitions']):,} definitions, {edges:,} edges: "
+                f"{share(g['resolved'])} resolved, {share(g['inferred'])} inferred, "
+                f"{share(g['unresolved'])} unresolved ({share(g['ambiguous'])} ambiguous, "
+                f"{share(g['external'])} external, {share(g['unknown'])} unknown); "
+                f"built in {g['build_seconds'] * 1000:.0f} ms",
+            )
+        )
+    for op, stats in metrics.operations.items():
+        rows.append(
+            (op, f"{int(stats['count'])} runs, p50 {stats['p50_ms']} ms, p95 {stats['p95_ms']} ms")
+        )
+    _print_rows(_stdout(), rows)
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    with _open(args) as index:
+        entries = index.logs(args.limit, level=args.level, contains=args.contains)
+    if args.json:
+        _print_json(entries)
+        return 0
+    console = _stdout()
+    if not entries:
+        console.print("no log records", style="dim")
+    for entry in entries:
+        console.print(
+            f"{entry['time']} {entry['level']:<7} [{entry['pid']}] {entry['message']}",
+            markup=False,
+            highlight=False,
+        )
+    return 0

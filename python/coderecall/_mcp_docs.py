@@ -1,0 +1,129 @@
+"""Descriptions of the MCP tools, written for the agent that picks among them: when to use
+each tool, what it returns, what the fields mean."""
+
+from __future__ import annotations
+
+SERVER_INSTRUCTIONS = """\
+Code intelligence over one project (and its knowledge bases). To understand a symbol, a file
+or a question, start with codebase_context: one call returns the evidence within a token
+budget. For a list of places use codebase_search (codebase_peek for locations only); for the
+definition of a known name implementation_lookup; for who calls what call_graph and
+call_graph_path. index_codebase after large edits. Every answer says when it was cut
+(truncated) or may be out of date (stale)."""
+
+SEARCH_DOC = """\
+Search this codebase by meaning and by keywords at once (hybrid BM25 + embeddings) and get
+the matching code chunks with their source text. Use it first when you need to find where
+something is implemented, defined or handled: an identifier (`TokenStore`), a path fragment,
+or a plain-language description ("where are access tokens refreshed"). Cheaper and more
+complete than grepping file by file.
+
+Returns JSON `{"hits": [...]}`, best first; each hit has path (relative to the project root),
+start_line, end_line (1-based, inclusive), language, kind (function, method, class, ...),
+symbol, symbol_path, score (comparable within one answer) and content (the chunk's source).
+`language` (e.g. "python") and `directory` (e.g. "src/api") narrow the search; `source`
+picks "code", "kb" or a knowledge base's name (default: all; each hit's source says which).
+When the answer would be too long, the last hits are dropped and `truncated: true` with
+`dropped: N` says so.
+`stale: true` means the index is still catching up with recent edits."""
+
+PEEK_DOC = """\
+The same search as codebase_search but returns only locations, no source text: path,
+start_line, end_line, symbol_path, kind and score for each hit. Use it to survey many
+candidates cheaply (it costs a fraction of the tokens), then read the files or chunks you need.
+Returns JSON `{"hits": [...]}`, best first."""
+
+SIMILAR_DOC = """\
+Find code that resembles a given snippet (`code`) or an existing chunk (`path` relative to
+the project root plus a 1-based `line` inside it; that chunk itself is left out). Use it to
+find duplicates, other implementations of the same pattern, or callers written alike before
+changing one of them. Give either code, or path and line, not both. Returns JSON
+`{"hits": [...]}` shaped as in codebase_search."""
+
+INDEX_DOC = """\
+Bring the code index up to date with the files on disk (incremental: only changed files are
+read). The server already does this on start, so call it after you edited many files, or
+with force=true to re-read everything. Returns JSON `{"report": {...}}` with files seen,
+parsed, removed, chunks added, skipped-file counts by reason, seconds taken. With
+estimate=true nothing is embedded: it returns `{"estimate": {...}}`, the number of chunks
+and tokens embedding would cost."""
+
+STATUS_DOC = """\
+Describe the index: whether it exists, how many files, chunks and symbols it holds, files per
+language, its size on disk, when it was last updated and what that run did. Cheap; use it to
+check that the codebase is indexed or to explain a surprising search result."""
+
+HEALTH_DOC = """\
+Check the index for damage: the database's integrity and the derived files (lexical index,
+vector graph) against it. Returns JSON `{"health": {"ok": ..., "problems": [...],
+"repaired": [...]}}`. With repair=true the derived files are rebuilt from the database. Use
+it when searches fail or look wrong."""
+
+
+CONTEXT_DOC = """\
+The best first call to understand something in this codebase. Give it an identifier
+(`parse_args`, `Client.send`, `store::Store::open`), a file path (`src/api/routes.py`) or a
+question in plain words; it routes the query and returns one evidence pack within a token
+budget (counted with a real tokenizer): for an identifier, its definition, the code around
+each call site of its callers, and the signatures of what it calls; for a path, the file's
+outline (every definition with its lines and number of callers), its imports, and its
+most-called definitions; for a question, the best hybrid search hits, spread over files.
+
+Returns JSON with route (identifier | path | search), context (the evidence as text: each
+item starts with a line `[kind] path:start-end symbol — why`), tokens, budget, truncated
+(true when something was cut or left out: then dropped says how many items) and notes (what
+is uncertain: ambiguous or unresolved calls, other definitions of the same name)."""
+
+LOOKUP_DOC = """\
+Where a symbol is defined: its authoritative definition first (implementation before tests,
+a definition before an impl block, an exact name before a case-insensitive match), with its
+source text. Give a name (`parse_args`), a qualified name (`Client.send`,
+`pkg.client.Client.send`, `store::Store::open`) or `path:line`. Use it instead of a search
+when you know the name. Returns JSON `{"definitions": [...]}`, each with path, start_line,
+end_line, kind, symbol_path, callers and callees (edge counts) and content."""
+
+CALL_GRAPH_DOC = """\
+Who calls a symbol and what it calls, up to `depth` calls away (1-5), from the call graph
+built from every file's calls, imports and inheritance. Use it before changing a function's
+behaviour or signature, to find what depends on it, or to follow what it does.
+
+Returns JSON with symbol, callers and callees (each edge: caller, callee, path and line of
+the call site, depth, and confidence: `resolved` = traced through scope or imports,
+`inferred` = the only definition of that name in the repository, `unresolved` with reason
+`ambiguous` (candidates listed), `external` (a library module) or `unknown`), complete and
+note. An empty callers list means "no callers" only when complete is true; otherwise some
+calls could not be resolved and the note says how many."""
+
+CALL_PATH_DOC = """\
+The shortest chain of calls from one symbol to another (e.g. from an HTTP handler to the
+database write), each step with its call site and confidence. Use it to check whether and
+how code reaches other code. Returns JSON with found, edges (in order) and note; not found
+means no chain of resolved, inferred or ambiguous calls within max_depth, which does not rule
+out dynamic calls."""
+
+METRICS_DOC = """\
+Numbers about the index: files, chunks, symbols, size on disk, stored vectors, the call
+graph (definitions, edges and how many are resolved, inferred, unresolved; build time) and
+this server's recent tool latencies (p50/p95). Use it to judge how much to trust the call
+graph of this codebase or to report performance."""
+
+LOGS_DOC = """\
+Recent records of the index log (indexing runs, watcher updates, warnings and errors, from
+every coderecall process on this index), newest first. `level` keeps records at or above it
+(info, warning, error); `contains` filters the message. Use it when an index update failed
+or results look stale."""
+
+KB_ADD_DOC = """\
+Index an extra folder beside the code, such as documentation or a sibling repository, as a
+knowledge base: it is searched together with the code by default (each hit's source names
+it), or alone with source=<name> in codebase_search. `path` is absolute or relative to the
+project root; `name` defaults to the folder's name. Indexing happens now and on every later
+index run. Returns JSON `{"knowledge_base": {...}}`."""
+
+KB_LIST_DOC = """\
+The knowledge bases of this index: name, folder, files, chunks, when last indexed, and
+whether the folder still exists. Returns JSON `{"knowledge_bases": [...]}`."""
+
+KB_REMOVE_DOC = """\
+Stop indexing and searching a knowledge base and drop its index. Returns JSON
+`{"removed": true|false}`."""

