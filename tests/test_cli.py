@@ -469,7 +469,7 @@ def test_knowledge_bases_and_search_source(calls_project: Path, tmp_path: Path) 
     assert peeked[0]["content"] is None
     people_hits = run(*query, "--source", "handbook")
     assert people_hits.returncode == 0, people_hits.stderr
-    assert people_hits.stdout.startswith("runbook.md:")
+    assert people_hits.stdout.startswith("[handbook] runbook.md:")
     assert_one_error_line(run(*query, "--source", "nope"), "unknown source 'nope'")
 
     assert_one_error_line(run("kb", "add", str(tmp_path / "missing"), *where), "not a folder")

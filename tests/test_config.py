@@ -148,7 +148,9 @@ def test_unknown_key_names_key_and_file(tmp_path: Path, name: str, text: str) ->
 
 def test_unknown_key_without_a_close_match_lists_the_known_keys(tmp_path: Path) -> None:
     write(tmp_path, ".coderecall.toml", "colour = 'blue'\n")
-    with pytest.raises(ConfigError, match="known keys: exclude, gc-grace, include, index-dir"):
+    with pytest.raises(
+        ConfigError, match="known keys: context-budget, exclude, gc-grace, include, index-dir"
+    ):
         load_config(tmp_path)
 
 

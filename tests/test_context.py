@@ -334,11 +334,6 @@ def test_items_of_one_file_wait_for_the_other_files(make_repo: MakeRepo) -> None
     assert paths[2 + PER_FILE :] == ["many.py"] * (5 - PER_FILE)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="McpService.context sizes its retry from the fallback answer (about 25 tokens) "
-    "when the first one is over the cap, so the budget grows instead of shrinking",
-)
 @pytest.mark.parametrize("cap", [600, 1000])
 def test_mcp_context_of_a_definition_full_of_escapes(make_repo: MakeRepo, cap: int) -> None:
     """Quotes and backslashes grow when the pack is escaped into JSON: the first try is over
@@ -498,6 +493,7 @@ def test_large_repository_mcp_answers_stay_under_the_token_cap(
         "symbol_path",
         "kind",
         "score",
+        "source",
     }
 
     graph = _answer(service.call_graph("dispatch", "both", 3, 500), cap)
@@ -518,7 +514,7 @@ def test_large_repository_mcp_answers_stay_under_the_token_cap(
         for budget in (None, 100_000):
             context = _answer(service.context(question, budget), cap)
             if "route" not in context:
-                # The bug test_mcp_context_of_a_definition_full_of_escapes pins (xfail).
+                # The case test_mcp_context_of_a_definition_full_of_escapes covers.
                 assert budget is not None
                 assert context["truncated"] is True
                 continue

@@ -184,11 +184,6 @@ def test_refusals(index: CodeIndex, docs: Path, tmp_path: Path) -> None:
     assert ok.name == "x" * 64
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="add_knowledge_base accepts a folder that holds the root (the code would be "
-    "indexed twice) and, since knowledge bases are opened with force=True, even / or home",
-)
 def test_a_folder_holding_the_root_is_refused(index: CodeIndex) -> None:
     with pytest.raises(QueryError):
         index.add_knowledge_base(index.root.parent, "parent", index=False)
@@ -289,11 +284,6 @@ def test_every_index_object_and_process_sees_the_same_list(
     assert [kb["name"] for kb in _run("kb", "list", "--path", root)] == ["docs"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="codebase_peek keeps only _PEEK_FIELDS, which leave out `source`: a knowledge "
-    "base's hit (path relative to its folder) looks like a file of the project",
-)
 def test_peek_rows_say_where_a_hit_comes_from(with_kb: CodeIndex) -> None:
     service = McpService(with_kb)
     service.start()

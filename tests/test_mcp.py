@@ -51,7 +51,7 @@ READ_ONLY = TOOLS - {
 }
 DEFAULT_CAP = 4000
 """``mcp-token-cap`` when nothing sets it: every answer of these tests must fit under it."""
-PEEK_FIELDS = {"path", "start_line", "end_line", "symbol_path", "kind", "score"}
+PEEK_FIELDS = {"path", "start_line", "end_line", "symbol_path", "kind", "score", "source"}
 _PACKAGE_PARENT = str(Path(coderecall.__file__).resolve().parents[1])
 """The server subprocess imports the same coderecall as the tests."""
 
@@ -154,14 +154,7 @@ def test_stdio_tools(make_repo: MakeRepo) -> None:
             assert peek["hits"]
             assert "stale" not in peek
             for hit in peek["hits"]:
-                assert set(hit) == {
-                    "path",
-                    "start_line",
-                    "end_line",
-                    "symbol_path",
-                    "kind",
-                    "score",
-                }
+                assert set(hit) == PEEK_FIELDS
             assert any(hit["path"] == "src/shop/auth.py" for hit in peek["hits"])
 
             filtered = _answer(
@@ -533,12 +526,13 @@ def test_stdio_token_cap(make_repo: MakeRepo) -> None:
             graph = await tools.ok("call_graph", symbol="checkout", depth=3)
             assert graph["truncated"] is True
             assert graph["symbol"]["symbol_path"] == "shop.checkout.checkout"
-            # The last list (callees) loses items first; callers stay whole while they fit.
-            assert list(graph["dropped"]) == ["callees"]
+            # Both lists keep their first items, as many from each: one caller, some callees.
             assert graph["dropped"]["callees"] >= 1
+            assert graph["dropped"]["callers"] == 0
             assert [edge["caller"] for edge in graph["callers"]] == [
                 "shop.api.handle_checkout_request"
             ]
+            assert graph["callees"], "callers never crowd out every callee"
             assert "limit" in graph["hint"]
             kept = graph["callers"] + graph["callees"]
             assert all(set(edge) >= {"caller", "callee", "confidence"} for edge in kept)
@@ -625,9 +619,10 @@ def test_service_answers_fit_every_cap(make_repo: MakeRepo) -> None:
             # while a cut one fits (the counts and hint added after the cut once overflowed).
             assert graph["symbol"]["name"] == "checkout", (cap, graph)
             if graph.get("truncated"):
-                kept = len(graph["callees"])
-                assert graph["callees"] == full["callees"][:kept]
-                assert graph["dropped"] == {"callees": len(full["callees"]) - kept}
+                for side in ("callers", "callees"):
+                    kept = len(graph[side])
+                    assert graph[side] == full[side][:kept]
+                    assert graph["dropped"][side] == len(full[side]) - kept
             else:
                 assert graph == full
 

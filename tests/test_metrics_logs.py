@@ -94,10 +94,14 @@ def test_metrics_counts_match_status_and_the_graph_adds_up(index: CodeIndex) -> 
         "resolved",
         "inferred",
         "unresolved",
+        "ambiguous",
+        "external",
+        "unknown",
         "inherits",
         "build_seconds",
     }
     assert graph["edges"] == graph["resolved"] + graph["inferred"] + graph["unresolved"]
+    assert graph["unresolved"] == graph["ambiguous"] + graph["external"] + graph["unknown"]
     # Calls: save -> write (resolved), show -> repo.save (inferred), handle.sync
     # (unresolved), a -> b (resolved); Special(Repository) is an inheritance edge.
     assert graph["resolved"] >= 2

@@ -6,6 +6,7 @@
 """
 
 from ._config import Config, load_config
+from ._context import ContextPack, Evidence
 from ._errors import (
     CancelledError,
     ConfigError,
@@ -21,7 +22,6 @@ from ._errors import (
     RootRefusedError,
     StoreError,
 )
-from ._context import ContextPack, Evidence
 from ._graph import CallEdge, CallGraphResult, CallPath, Definition
 from ._hub import pull_model
 from ._index import CodeIndex

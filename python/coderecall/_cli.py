@@ -27,6 +27,7 @@ from rich.syntax import Syntax
 from ._errors import Error, QueryError
 from ._hub import pull_model
 from ._index import CodeIndex
+from ._logs import detach_all_file_logs
 from ._models import distill_model, find_model, list_models, models_dir
 from ._native import __version__
 from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit
@@ -63,6 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command: Callable[[argparse.Namespace], int] = args.command
     _show_warnings()
+    try:
+        return _run(command, args)
+    finally:
+        detach_all_file_logs()  # main() may run in-process, more than once
+
+
+def _run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     try:
         return command(args)
     except KeyboardInterrupt:
@@ -114,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     search = commands.add_parser("search", help="search the code of a project")
     search.add_argument("query", help="identifier, path fragment or plain words")
     _result_options(search)
+    _source_option(search)
     search.set_defaults(command=_search)
 
     peek = commands.add_parser(
@@ -121,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     peek.add_argument("query", help="identifier, path fragment or plain words")
     _result_options(peek)
+    _source_option(peek)
     peek.set_defaults(command=_search, no_content=True)
 
     similar = commands.add_parser("similar", help="find code like a chunk or a snippet")
@@ -242,12 +252,15 @@ def _result_options(parser: argparse.ArgumentParser) -> None:
         "--kind", action="append", help="only this kind, e.g. function (repeatable)"
     )
     parser.add_argument("--no-content", action="store_true", help="print locations only")
+    _common(parser)
+
+
+def _source_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source",
         action="append",
         help="code, kb, or a knowledge base's name (repeatable; default: all)",
     )
-    _common(parser)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -409,6 +422,8 @@ def _print_hits(args: argparse.Namespace, hits: list[SearchHit], query: str) -> 
 
 def _print_hit(console: Console, hit: SearchHit, query: str) -> None:
     location = f"{hit.path}:{hit.start_line}-{hit.end_line}"
+    if hit.source != "code":
+        location = f"[{hit.source}] {location}"
     what = " ".join(part for part in (hit.kind, hit.symbol_path or hit.symbol) if part)
     header = f"[bold cyan]{escape(location)}[/]  {escape(what)}  [dim]({hit.score:.3f})[/]"
     console.print(header)

@@ -64,6 +64,7 @@ _SEARCH_HITS = 16
 
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*(?:\(\))?")
 _PATHISH = re.compile(r"[\w.\-/\\]+")
+_LOCATION = re.compile(r"[\w.\-/\\]+:\d+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +155,8 @@ def route_of(index: CodeIndex, graph: CallGraph, query: str) -> Route:
             return "path"
     if _IDENTIFIER.fullmatch(q) and graph.find(q.removesuffix("()"), 1):
         return "identifier"
+    if _LOCATION.fullmatch(q) and graph.find(q, 1):
+        return "identifier"  # path:line, the definition holding that line
     return "search"
 
 
@@ -291,7 +294,10 @@ def _call_site(lines: LineReader, caller: Definition, edges: list[CallEdge]) -> 
     if caller.kind != "module":
         wanted.append((caller.start_line, caller.start_line))
     for edge in edges:
-        wanted.append((max(1, edge.line - _CALL_WINDOW), edge.line + _CALL_WINDOW))
+        hi = edge.line + _CALL_WINDOW
+        if caller.kind != "module":
+            hi = min(hi, caller.end_line)
+        wanted.append((max(caller.start_line, edge.line - _CALL_WINDOW), hi))
     wanted.sort()
     merged: list[tuple[int, int]] = []
     for lo, hi in wanted:

@@ -54,9 +54,9 @@ class Definition:
     name: str
     symbol_path: str
     callers: int
-    """Call and inheritance edges reaching it (ambiguous ones included)."""
+    """Calls reaching it (ambiguous ones that may reach it included)."""
     callees: int
-    """Edges leaving it."""
+    """Calls leaving it."""
     content: str | None = None
     """Its source text, when asked for."""
 

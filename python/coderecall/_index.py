@@ -532,6 +532,10 @@ class CodeIndex:
                 f"{folder} is inside the project root and already indexed; "
                 "search it with directory= instead"
             )
+        if folder in self._root.parents:
+            raise QueryError(f"{folder} holds the project root: the code would be indexed twice")
+        if folder.parent == folder or folder == Path.home().resolve():
+            raise QueryError(f"refusing to index {folder} as a knowledge base (too broad)")
         label = valid_name(name if name is not None else folder.name)
         native = self._open()
         with WriteLease(self._index_dir).hold(True):
@@ -541,6 +545,8 @@ class CodeIndex:
                     raise QueryError(
                         f"a knowledge base named {label!r} already indexes {entry['path']}"
                     )
+                if entry["name"] != label and Path(entry["path"]) == folder:
+                    raise QueryError(f"{folder} is already the knowledge base {entry['name']!r}")
             if not any(e["name"] == label for e in entries):
                 added = datetime.now(timezone.utc).isoformat()
                 entries.append({"name": label, "path": str(folder), "added": added})

@@ -38,6 +38,7 @@ __all__ = [
     "MAX_BYTES",
     "LogEntry",
     "attach_file_log",
+    "detach_all_file_logs",
     "detach_file_log",
     "read_logs",
 ]
@@ -167,6 +168,14 @@ def detach_file_log(index_dir: Path) -> None:
             if logger.level == logging.INFO:
                 logger.setLevel(_saved_level)
             _saved_level = None
+
+
+def detach_all_file_logs() -> None:
+    """Detach every file log this process attached (the CLI, when its command ends)."""
+    with _lock:
+        folders = list(_handlers)
+    for folder in folders:
+        detach_file_log(Path(folder))
 
 
 def read_logs(

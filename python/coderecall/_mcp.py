@@ -42,7 +42,10 @@ TOKEN_ENV = "CODERECALL_MCP_TOKEN"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 """Addresses the HTTP transport may bind to without a token."""
 
-_PEEK_FIELDS = ("path", "start_line", "end_line", "symbol_path", "kind", "score")
+_PEEK_FIELDS = ("path", "start_line", "end_line", "symbol_path", "kind", "score", "source")
+_MIN_CONTEXT_BUDGET = 100
+_STALE_TOKENS = 60
+"""Room for the stale flag and its note, which ``_answer`` may add."""
 _CONTEXT_OVERHEAD = 150
 """Tokens of a ``codebase_context`` answer around its pack (keys, numbers, JSON escapes of a
 short pack); the escapes of a long pack are caught by measuring the answer."""
@@ -143,12 +146,17 @@ class McpService:
     def context(self, query: str, budget: int | None) -> str:
         self._searchable()
         # The pack is built to fit: its text, escaped into JSON with its metadata, must stay
-        # under the cap, so the budget shrinks until it does (once or twice at most).
+        # under the cap, so the budget shrinks, measured on the answer itself, until it does.
         wanted = self._index.config.context_budget if budget is None else budget
-        budget = max(100, min(wanted, self._cap - _CONTEXT_OVERHEAD))
-        for _ in range(4):
+        if wanted < _MIN_CONTEXT_BUDGET:
+            raise QueryError(
+                f"the budget must be at least {_MIN_CONTEXT_BUDGET} tokens, got {wanted}"
+            )
+        budget = max(_MIN_CONTEXT_BUDGET, min(wanted, self._cap - _CONTEXT_OVERHEAD))
+        data: dict[str, Any] = {}
+        for _ in range(6):
             pack = self._index.context(query, budget=budget)
-            data: dict[str, Any] = {
+            data = {
                 "route": pack.route,
                 "context": pack.render(),
                 "tokens": pack.tokens,
@@ -159,12 +167,14 @@ class McpService:
             }
             if budget < wanted:
                 data["note"] = f"budget lowered from {wanted} to {budget} to fit mcp-token-cap"
-            text = self._answer(dict(data))
-            used = count_tokens(text)
-            if used <= self._cap and '"truncated":true,"note":"the answer exceeds' not in text:
-                return text
-            budget = max(100, int(budget * self._cap / max(used, 1) * 0.9))
-        return text
+            if self.stale:
+                data["stale"] = True
+            used = count_tokens(_dumps(data)) + _STALE_TOKENS
+            if used <= self._cap or budget == _MIN_CONTEXT_BUDGET:
+                break
+            budget = max(_MIN_CONTEXT_BUDGET, int(budget * self._cap / used * 0.95))
+        data.pop("stale", None)
+        return self._answer(data)
 
     def lookup(self, symbol: str, limit: int, with_content: bool) -> str:
         self._searchable()
@@ -253,8 +263,9 @@ class McpService:
 
     def _answer(self, data: dict[str, Any], cut: str | tuple[str, ...] | None = None) -> str:
         """The JSON text of ``data`` with the stale flag, under the token cap: the lists under
-        ``cut`` lose items from their ends (the last list first); anything else too large is
-        replaced by a note."""
+        ``cut`` keep their first items, as many as fit (with several lists, the same number
+        from each, so callers never crowd out callees); anything else too large is replaced
+        by a note."""
         if self.stale:
             data["stale"] = True
             data["stale_note"] = (
@@ -267,30 +278,26 @@ class McpService:
             return text
         data["truncated"] = True
         keys = (cut,) if isinstance(cut, str) else cut or ()
-        dropped: dict[str, int] = {}
-
-        def cut_to(key: str, items: list[Any], kept: int) -> None:
-            # The counts and the hint are part of what must fit, so every trial carries them.
-            data[key] = items[:kept]
-            dropped[key] = len(items) - kept
-            data["dropped"] = dropped[keys[0]] if len(keys) == 1 else dict(dropped)
-
         if keys:
+            lists: dict[str, list[Any]] = {key: data[key] for key in keys}
             data["hint"] = "lower limit, or use codebase_peek for locations only"
-        for key in reversed(keys):
-            items: list[Any] = data[key]
-            low, high = 0, len(items)  # the most items of this list that fit, by bisection
-            while low < high:
+
+            def cut_to(kept: int) -> None:
+                # The counts and the hint are part of what must fit: every trial has them.
+                for key, items in lists.items():
+                    data[key] = items[:kept]
+                dropped = {key: len(items) - min(kept, len(items)) for key, items in lists.items()}
+                data["dropped"] = dropped[keys[0]] if len(keys) == 1 else dropped
+
+            low, high = 0, max(len(items) for items in lists.values())
+            while low < high:  # the most items per list that fit, by bisection
                 middle = (low + high + 1) // 2
-                cut_to(key, items, middle)
+                cut_to(middle)
                 if count_tokens(_dumps(data)) <= self._cap:
                     low = middle
                 else:
                     high = middle - 1
-            cut_to(key, items, low)
-            if low > 0 or count_tokens(_dumps(data)) <= self._cap:
-                break
-        if keys:
+            cut_to(low)
             text = _dumps(data)
             if count_tokens(text) <= self._cap:
                 return text
@@ -362,7 +369,7 @@ def build_server(service: McpService) -> MCPServer[Any]:
         symbol: str,
         direction: Literal["callers", "callees", "both"] = "both",
         depth: int = 1,
-        limit: int = 50,
+        limit: int = 20,
     ) -> str:
         return _tool(lambda: service.call_graph(symbol, direction, depth, limit))
 

@@ -547,9 +547,15 @@ impl Graph {
     /// Edges leaving and reaching `node` (calls only): how connected a definition is.
     #[must_use]
     pub fn degree(&self, node: u32) -> (usize, usize) {
+        let calls = |edges: &[u32]| {
+            edges
+                .iter()
+                .filter(|&&e| self.edges[e as usize].kind == EdgeKind::Call)
+                .count()
+        };
         (
-            self.into[node as usize].len(),
-            self.out[node as usize].len(),
+            calls(&self.into[node as usize]),
+            calls(&self.out[node as usize]),
         )
     }
 
