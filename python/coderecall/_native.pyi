@@ -15,6 +15,7 @@ from typing_extensions import Self
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CallGraph",
     "CancelledError",
     "Embedder",
     "Error",
