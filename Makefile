@@ -4,7 +4,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/coderecall/target
 PYTHON ?= python3
 CARGO ?= cargo
 
-.PHONY: install build-dev build-release test test-rust test-python test-model lint format bench-speed bench-quality bench-semantic bench-fresh
+.PHONY: install build-dev build-release test test-rust test-python test-model lint format bench-speed bench-quality bench-semantic bench-fresh bench-agent
 
 ## install: the package in editable mode with the development tools
 install:
@@ -55,6 +55,11 @@ bench-quality:
 
 bench-semantic:
 	$(PYTHON) -m benches.semantic $(ARGS)
+
+## bench-agent: call-graph build time on the large tree, MCP tool latency through a real client
+bench-agent:
+	$(PYTHON) -m benches.speed.graph $(ARGS)
+	$(PYTHON) -m benches.mcp_latency $(ARGS)
 
 ## bench-fresh: no-op re-index, branch switch, garbage collection, edit-to-searchable under a watcher
 bench-fresh:
