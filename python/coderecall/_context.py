@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -464,7 +464,7 @@ def _fitted_notes(notes: list[str], limit: int, counter: TokenCounter) -> list[s
     return kept
 
 
-def _evidence(c: _Candidate, text: str, cut: bool, count: Any) -> Evidence:
+def _evidence(c: _Candidate, text: str, cut: bool, count: Callable[[str], int]) -> Evidence:
     item = Evidence(c.kind, c.path, c.start_line, c.end_line, c.symbol_path, c.why, text, 0, cut)
     return dataclasses.replace(item, tokens=count(item.render()))
 

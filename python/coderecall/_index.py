@@ -38,7 +38,7 @@ from ._graph import (
     neighbourhood,
     shortest_path,
 )
-from ._kb import CODE, KnowledgeBase, fuse, load_entries, save_entries, valid_name
+from ._kb import CODE, KnowledgeBase, KnowledgeBases, fuse, load_entries
 from ._lease import WriteLease
 from ._logs import LogEntry, attach_file_log, read_logs
 from ._metrics import Recorder
@@ -151,7 +151,7 @@ class CodeIndex:
         self._semantic_on: NativeIndex | None = None  # the handle the model was given to
         self._semantic_lock = threading.Lock()
         self._is_kb = False  # a knowledge base's own index: it has none of its own
-        self._kbs: dict[str, CodeIndex] = {}
+        self._knowledge_bases = KnowledgeBases(self)
         self._recorder = Recorder()
 
     @property
@@ -190,9 +190,7 @@ class CodeIndex:
             native, self._native = self._native, None
             choice, self._embedding = self._embedding, None
             self._semantic_on = None
-            kbs, self._kbs = list(self._kbs.values()), {}
-        for kb in kbs:
-            kb.close()
+        self._knowledge_bases.close()
         if native is not None:
             native.close()
         if choice is not None:
@@ -235,7 +233,7 @@ class CodeIndex:
         with WriteLease(self._index_dir).hold(wait):
             report = self._index_leased(native, started, force, progress, embed, relative)
         if relative is None and not self._is_kb:
-            self._refresh_knowledge_bases(native, force=force, embed=embed, wait=wait)
+            self._knowledge_bases.refresh(native, force=force, embed=embed, wait=wait)
         return report
 
     def _index_leased(
@@ -489,7 +487,7 @@ class CodeIndex:
         if not query.strip():
             raise QueryError("the search query is empty")
         filters = self._filters(limit, language, directory, kind, with_content)
-        sources = self._sources(source)
+        sources = [(CODE, self)] if self._is_kb else self._knowledge_bases.sources(source)
         lists = [
             (
                 label,
@@ -521,139 +519,28 @@ class CodeIndex:
         ``name`` (default: the folder's name), and index it now unless ``index`` is false.
 
         Its files are searched with the code by default (see ``source`` in :meth:`search`)
-        and kept up to date by every :meth:`index`. A folder inside the root is refused:
-        it is already part of the code's index (use ``directory=`` to search it alone).
+        and kept up to date by every :meth:`index`. Refused: a folder inside the root (it is
+        already indexed; use ``directory=`` to search it alone), one holding the root, ``/``
+        and the home folder, and a folder already added under another name.
         """
-        folder = Path(path).expanduser().resolve()
-        if not folder.is_dir():
-            raise QueryError(f"{str(path)!r} is not a folder")
-        if folder == self._root or self._root in folder.parents:
-            raise QueryError(
-                f"{folder} is inside the project root and already indexed; "
-                "search it with directory= instead"
-            )
-        if folder in self._root.parents:
-            raise QueryError(f"{folder} holds the project root: the code would be indexed twice")
-        if folder.parent == folder or folder == Path.home().resolve():
-            raise QueryError(f"refusing to index {folder} as a knowledge base (too broad)")
-        label = valid_name(name if name is not None else folder.name)
-        native = self._open()
-        with WriteLease(self._index_dir).hold(True):
-            entries = load_entries(native)
-            for entry in entries:
-                if entry["name"] == label and Path(entry["path"]) != folder:
-                    raise QueryError(
-                        f"a knowledge base named {label!r} already indexes {entry['path']}"
-                    )
-                if entry["name"] != label and Path(entry["path"]) == folder:
-                    raise QueryError(f"{folder} is already the knowledge base {entry['name']!r}")
-            if not any(e["name"] == label for e in entries):
-                added = datetime.now(timezone.utc).isoformat()
-                entries.append({"name": label, "path": str(folder), "added": added})
-                save_entries(native, entries)
-        if index:
-            self._kb(label, folder).index(progress=progress)
-        return next(kb for kb in self.list_knowledge_bases() if kb.name == label)
+        return self._knowledge_bases.add(path, name, index=index, progress=progress)
 
     def list_knowledge_bases(self) -> list[KnowledgeBase]:
         """The knowledge bases of this index, with their size and when they were indexed."""
-        native = self._open_existing()
-        if native is None:
-            return []
-        out = []
-        for entry in load_entries(native):
-            folder = Path(entry["path"])
-            exists = folder.is_dir()
-            status = self._kb(entry["name"], folder).status() if exists else None
-            out.append(
-                KnowledgeBase(
-                    name=entry["name"],
-                    path=folder,
-                    added=_parse_time(entry["added"]) or datetime.now(timezone.utc),
-                    exists=exists,
-                    files=status.files if status else 0,
-                    chunks=status.chunks if status else 0,
-                    last_indexed=status.last_indexed if status else None,
-                )
-            )
-        return out
+        return self._knowledge_bases.listed()
 
     def remove_knowledge_base(self, name: str) -> bool:
         """Stop indexing and searching the knowledge base ``name`` and drop its index (its
         stored files are collected after ``gc-grace``). False if there is none by that name."""
-        native = self._open_existing()
-        if native is None:
-            return False
-        with WriteLease(self._index_dir).hold(True):
-            entries = load_entries(native)
-            gone = [e for e in entries if e["name"] == name]
-            if not gone:
-                return False
-            save_entries(native, [e for e in entries if e["name"] != name])
-            with self._lock:
-                kb = self._kbs.pop(name, None)
-            if kb is not None:
-                kb.close()
-            native.drop_view(gone[0]["path"])
-        return True
+        return self._knowledge_bases.remove(name)
 
-    def _kb(self, name: str, folder: Path) -> CodeIndex:
-        """The index of one knowledge base: a view of this store named by its folder."""
-        with self._lock:
-            kb = self._kbs.get(name)
-            if kb is None or kb.root != folder:
-                config = dataclasses.replace(self._config, index_dir=self._index_dir)
-                kb = CodeIndex(folder, config, force=True)
-                kb._is_kb = True
-                self._kbs[name] = kb
-            return kb
-
-    def _sources(self, source: str | Sequence[str] | None) -> list[tuple[str, CodeIndex]]:
-        """(label, index) pairs to search for ``source`` (see :meth:`search`)."""
-        if self._is_kb:
-            return [(CODE, self)]
-        wanted = _as_list(source)
-        native = self._open_existing()
-        entries = load_entries(native) if native is not None else []
-        kbs = [(e["name"], Path(e["path"])) for e in entries if Path(e["path"]).is_dir()]
-        if not wanted:
-            return [(CODE, self)] + [(n, self._kb(n, f)) for n, f in kbs]
-        out: list[tuple[str, CodeIndex]] = []
-        for item in wanted:
-            if item == CODE:
-                out.append((CODE, self))
-            elif item == "kb":
-                out.extend((n, self._kb(n, f)) for n, f in kbs)
-            else:
-                match = [(n, f) for n, f in kbs if n == item]
-                if not match:
-                    known = ", ".join([CODE, "kb", *(n for n, _ in kbs)])
-                    raise QueryError(f"unknown source {item!r}; known: {known}")
-                out.append((item, self._kb(*match[0])))
-        return list(dict.fromkeys(out))
-
-    def _refresh_knowledge_bases(
-        self, native: NativeIndex, *, force: bool, embed: bool, wait: bool | float
-    ) -> None:
-        for entry in load_entries(native):
-            folder = Path(entry["path"])
-            if not folder.is_dir():
-                _log.warning(
-                    "knowledge base %s: %s is gone (remove it with `coderecall kb remove %s`)",
-                    entry["name"],
-                    folder,
-                    entry["name"],
-                )
-                continue
-            report = self._kb(entry["name"], folder).index(
-                force, progress=False, embed=embed, wait=wait
-            )
-            _log.info(
-                "knowledge base %s: %d files, %d parsed",
-                entry["name"],
-                report.files_seen,
-                report.files_parsed,
-            )
+    def _knowledge_base_index(self, folder: Path) -> CodeIndex:
+        """The index of a knowledge base: a view of this store named by its folder."""
+        kb = CodeIndex(
+            folder, dataclasses.replace(self._config, index_dir=self._index_dir), force=True
+        )
+        kb._is_kb = True
+        return kb
 
     @_timed("find_similar")
     def find_similar(
@@ -1041,10 +928,3 @@ def _run_cancellable(
         if report is not None:
             report(*(final or poll()))
     return result
-
-
-def _parse_time(text: str | None) -> datetime | None:
-    try:
-        return datetime.fromisoformat(text) if text else None
-    except ValueError:
-        return None
