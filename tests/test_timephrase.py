@@ -1,0 +1,271 @@
+"""Time phrases in memory queries, resolved against the newest record's date."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from coderecall._timephrase import Resolved, resolve
+
+UTC = timezone.utc
+
+
+def at(year: int, month: int, day: int, hour: int = 0) -> datetime:
+    return datetime(year, month, day, hour, tzinfo=UTC)
+
+
+# Anchors (naive: taken as UTC).
+WED = datetime(2024, 3, 13, 15, 30)  # Wednesday; 2024 is a leap year
+JAN3 = datetime(2024, 1, 3, 10)  # Wednesday, early in the year
+NEW_YEAR = datetime(2024, 1, 1, 9)  # Monday
+SUNDAY = datetime(2024, 3, 17, 20)
+MONDAY = datetime(2024, 3, 18, 8)
+LEAP_DAY = datetime(2024, 2, 29, 12)
+
+CASES = [
+    # (query, anchor, start, end, cleaned query)
+    # Days.
+    (
+        "what did we decide yesterday about caching",
+        WED,
+        at(2024, 3, 12),
+        at(2024, 3, 13),
+        "what did we decide about caching",
+    ),
+    (
+        "Yesterday, we fixed the parser",
+        WED,
+        at(2024, 3, 12),
+        at(2024, 3, 13),
+        "we fixed the parser",
+    ),
+    ("what broke yesterday?", WED, at(2024, 3, 12), at(2024, 3, 13), "what broke?"),
+    (
+        "yesterday's decision on caching",
+        WED,
+        at(2024, 3, 12),
+        at(2024, 3, 13),
+        "decision on caching",
+    ),
+    ("yesterday", NEW_YEAR, at(2023, 12, 31), at(2024, 1, 1), ""),
+    ("yesterday", datetime(2024, 3, 1, 9), at(2024, 2, 29), at(2024, 3, 1), ""),
+    ("notes from the day before yesterday", WED, at(2024, 3, 11), at(2024, 3, 12), "notes"),
+    ("what changed earlier today", WED, at(2024, 3, 13), at(2024, 3, 14), "what changed"),
+    ("TODAY", WED, at(2024, 3, 13), at(2024, 3, 14), ""),
+    # Parts of days.
+    ("errors this morning", WED, at(2024, 3, 13), at(2024, 3, 13, 12), "errors"),
+    ("this afternoon", WED, at(2024, 3, 13, 12), at(2024, 3, 13, 18), ""),
+    ("this evening", WED, at(2024, 3, 13, 18), at(2024, 3, 14), ""),
+    ("deploy tonight", WED, at(2024, 3, 13, 18), at(2024, 3, 14, 6), "deploy"),
+    ("what failed last night", WED, at(2024, 3, 12, 18), at(2024, 3, 13, 6), "what failed"),
+    ("yesterday morning", WED, at(2024, 3, 12), at(2024, 3, 12, 12), ""),
+    ("on Monday evening", WED, at(2024, 3, 11, 18), at(2024, 3, 12), ""),
+    # Weekdays: the most recent one before the anchor's day.
+    ("what did we do on Monday", WED, at(2024, 3, 11), at(2024, 3, 12), "what did we do"),
+    ("since Tuesday", WED, at(2024, 3, 12), at(2024, 3, 14), ""),
+    ("Friday deploy", WED, at(2024, 3, 8), at(2024, 3, 9), "deploy"),
+    ("on Wednesday", WED, at(2024, 3, 6), at(2024, 3, 7), ""),  # same day: a week back
+    ("last Sunday", SUNDAY, at(2024, 3, 10), at(2024, 3, 11), ""),
+    ("on Saturday", SUNDAY, at(2024, 3, 16), at(2024, 3, 17), ""),
+    ("on Sunday", MONDAY, at(2024, 3, 17), at(2024, 3, 18), ""),
+    ("on Monday", MONDAY, at(2024, 3, 11), at(2024, 3, 12), ""),
+    ("this past Friday", MONDAY, at(2024, 3, 15), at(2024, 3, 16), ""),
+    ("this Monday", SUNDAY, at(2024, 3, 11), at(2024, 3, 12), ""),  # the anchor's ISO week
+    ("this Friday", WED, at(2024, 3, 15), at(2024, 3, 16), ""),
+    ("on Sunday", NEW_YEAR, at(2023, 12, 31), at(2024, 1, 1), ""),
+    # ISO weeks.
+    ("errors last week", WED, at(2024, 3, 4), at(2024, 3, 11), "errors"),
+    ("last week's errors", WED, at(2024, 3, 4), at(2024, 3, 11), "errors"),
+    ("this week", WED, at(2024, 3, 11), at(2024, 3, 18), ""),
+    ("this week", SUNDAY, at(2024, 3, 11), at(2024, 3, 18), ""),
+    ("this week", MONDAY, at(2024, 3, 18), at(2024, 3, 25), ""),
+    ("last week", SUNDAY, at(2024, 3, 4), at(2024, 3, 11), ""),
+    ("last week", MONDAY, at(2024, 3, 11), at(2024, 3, 18), ""),
+    ("last week", NEW_YEAR, at(2023, 12, 25), at(2024, 1, 1), ""),
+    ("previous week", JAN3, at(2023, 12, 25), at(2024, 1, 1), ""),
+    ("the previous week", JAN3, at(2023, 12, 28), at(2024, 1, 4), ""),  # "the": rolling
+    # Calendar months and years.
+    ("last month", WED, at(2024, 2, 1), at(2024, 3, 1), ""),
+    ("last month", JAN3, at(2023, 12, 1), at(2024, 1, 1), ""),
+    ("this month", LEAP_DAY, at(2024, 2, 1), at(2024, 3, 1), ""),
+    ("last month", datetime(2024, 3, 31), at(2024, 2, 1), at(2024, 3, 1), ""),
+    ("last year", WED, at(2023, 1, 1), at(2024, 1, 1), ""),
+    ("this year", JAN3, at(2024, 1, 1), at(2025, 1, 1), ""),
+    # N units ago.
+    ("two days ago", WED, at(2024, 3, 11), at(2024, 3, 12), ""),
+    (
+        "what broke 3 days ago in the parser",
+        JAN3,
+        at(2023, 12, 31),
+        at(2024, 1, 1),
+        "what broke in the parser",
+    ),
+    ("a day ago", WED, at(2024, 3, 12), at(2024, 3, 13), ""),
+    ("a week ago", WED, at(2024, 3, 4), at(2024, 3, 11), ""),
+    ("a couple of weeks ago", WED, at(2024, 2, 26), at(2024, 3, 4), ""),
+    ("2 weeks ago", NEW_YEAR, at(2023, 12, 18), at(2023, 12, 25), ""),
+    ("three months ago", WED, at(2023, 12, 1), at(2024, 1, 1), ""),
+    ("2 months ago", JAN3, at(2023, 11, 1), at(2023, 12, 1), ""),
+    ("twelve months ago", JAN3, at(2023, 1, 1), at(2023, 2, 1), ""),
+    ("a year ago", LEAP_DAY, at(2023, 1, 1), at(2024, 1, 1), ""),
+    # Rolling windows ending with the anchor's day.
+    ("errors in the last 7 days", WED, at(2024, 3, 7), at(2024, 3, 14), "errors"),
+    ("past week", WED, at(2024, 3, 7), at(2024, 3, 14), ""),
+    ("over the past week", WED, at(2024, 3, 7), at(2024, 3, 14), ""),
+    ("this past week", WED, at(2024, 3, 7), at(2024, 3, 14), ""),
+    ("the last 2 weeks", JAN3, at(2023, 12, 21), at(2024, 1, 4), ""),
+    ("in the past 24 hours", WED, at(2024, 3, 12, 15) + timedelta(minutes=30), at(2024, 3, 14), ""),
+    ("within the last hour", WED, at(2024, 3, 13, 14) + timedelta(minutes=30), at(2024, 3, 14), ""),
+    ("the past month", datetime(2024, 3, 30), at(2024, 2, 29), at(2024, 3, 31), ""),
+    ("the last 3 months", WED, at(2023, 12, 14), at(2024, 3, 14), ""),
+    ("past year", LEAP_DAY, at(2023, 3, 1), at(2024, 3, 1), ""),
+    # Named days.
+    ("2024-03-05", WED, at(2024, 3, 5), at(2024, 3, 6), ""),
+    (
+        "logs from 2023-12-31 about the cache",
+        JAN3,
+        at(2023, 12, 31),
+        at(2024, 1, 1),
+        "logs about the cache",
+    ),
+    ("March 5", WED, at(2024, 3, 5), at(2024, 3, 6), ""),
+    ("what happened on March 5th?", WED, at(2024, 3, 5), at(2024, 3, 6), "what happened?"),
+    ("March 20", WED, at(2023, 3, 20), at(2023, 3, 21), ""),  # after the anchor: last year's
+    ("on Dec 24", JAN3, at(2023, 12, 24), at(2023, 12, 25), ""),
+    ("5 March 2024", WED, at(2024, 3, 5), at(2024, 3, 6), ""),
+    ("the 5th of March", WED, at(2024, 3, 5), at(2024, 3, 6), ""),
+    ("3rd May", WED, at(2023, 5, 3), at(2023, 5, 4), ""),
+    ("March 5, 2023", WED, at(2023, 3, 5), at(2023, 3, 6), ""),
+    ("Sept. 9 2021", WED, at(2021, 9, 9), at(2021, 9, 10), ""),
+    ("Tuesday, March 12 notes", WED, at(2024, 3, 12), at(2024, 3, 13), "notes"),
+    ("February 29", LEAP_DAY, at(2024, 2, 29), at(2024, 3, 1), ""),
+    ("February 29", datetime(2024, 2, 28), at(2020, 2, 29), at(2020, 3, 1), ""),
+    ("February 29", datetime(2025, 6, 1), at(2024, 2, 29), at(2024, 3, 1), ""),
+    ("Feb 29 2024", WED, at(2024, 2, 29), at(2024, 3, 1), ""),
+    # Months.
+    ("in March", WED, at(2024, 3, 1), at(2024, 4, 1), ""),
+    (
+        "what did we decide in March about logging",
+        JAN3,
+        at(2023, 3, 1),
+        at(2023, 4, 1),
+        "what did we decide about logging",
+    ),
+    ("in December", JAN3, at(2023, 12, 1), at(2024, 1, 1), ""),
+    ("in January", JAN3, at(2024, 1, 1), at(2024, 2, 1), ""),
+    ("during February", LEAP_DAY, at(2024, 2, 1), at(2024, 3, 1), ""),
+    ("in may", WED, at(2023, 5, 1), at(2023, 6, 1), ""),
+    ("last March", WED, at(2023, 3, 1), at(2023, 4, 1), ""),
+    ("last February", WED, at(2024, 2, 1), at(2024, 3, 1), ""),
+    ("last January", JAN3, at(2023, 1, 1), at(2023, 2, 1), ""),
+    ("March 2023", WED, at(2023, 3, 1), at(2023, 4, 1), ""),
+    ("errors in 2024-02 logs", WED, at(2024, 2, 1), at(2024, 3, 1), "errors logs"),
+    # Years.
+    ("in 2023", WED, at(2023, 1, 1), at(2024, 1, 1), ""),
+    ("bugs fixed during 2022", WED, at(2022, 1, 1), at(2023, 1, 1), "bugs fixed"),
+    # Bounds and ranges.
+    ("since March", WED, at(2024, 3, 1), at(2024, 3, 14), ""),
+    ("since last week", WED, at(2024, 3, 4), at(2024, 3, 14), ""),
+    ("since 2023", JAN3, at(2023, 1, 1), at(2024, 1, 4), ""),
+    ("since yesterday evening", WED, at(2024, 3, 12, 18), at(2024, 3, 14), ""),
+    ("changes after 2024-03-10", WED, at(2024, 3, 11), at(2024, 3, 14), "changes"),
+    ("before March 5", WED, None, at(2024, 3, 5), ""),
+    ("until yesterday", WED, None, at(2024, 3, 13), ""),
+    ("between March 1 and March 5", WED, at(2024, 3, 1), at(2024, 3, 6), ""),
+    ("from Monday to Wednesday", SUNDAY, at(2024, 3, 11), at(2024, 3, 14), ""),
+    ("from January through February", WED, at(2024, 1, 1), at(2024, 3, 1), ""),
+    ("between Friday and Monday", WED, at(2024, 3, 8), at(2024, 3, 12), ""),
+]
+
+
+@pytest.mark.parametrize(("query", "anchor", "start", "end", "cleaned"), CASES)
+def test_phrases(
+    query: str,
+    anchor: datetime,
+    start: datetime | None,
+    end: datetime | None,
+    cleaned: str,
+) -> None:
+    resolved = resolve(query, anchor)
+    assert (resolved.start, resolved.end, resolved.query) == (start, end, cleaned)
+    assert resolved.phrase is not None
+    assert resolved.phrase.lower() in query.lower()
+
+
+UNCHANGED = [
+    "how does the parser handle  nested   classes",
+    "march through the list of files",
+    "March through the list",
+    "the cache from may be stale",
+    "all 3 may fail",
+    "the 5 march in step",
+    "functions with over 2000 lines",
+    "files in 2000 lines",
+    "what did we decide before the release",
+    "recently changed files",
+    "errors a few days ago",
+    "April 31 release notes",
+    "2024-13-01 is not a date",
+    "parse 2024-03-05T10:00 timestamps",
+    "in 2031",  # after the anchor's year: not taken as a year
+    "monday_job scheduler",
+    "Mondays are slow",
+    "Sun and Sat in the solver",
+    "",
+]
+
+
+@pytest.mark.parametrize("query", UNCHANGED)
+def test_queries_without_a_phrase_are_unchanged(query: str) -> None:
+    assert resolve(query, WED) == Resolved(query, None, None, None)
+
+
+def test_phrase_is_reported_as_written() -> None:
+    resolved = resolve("What did we decide Last Week about caching?", WED)
+    assert resolved.phrase == "Last Week"
+    assert resolved.query == "What did we decide about caching?"
+
+
+def test_only_the_first_phrase_is_taken() -> None:
+    resolved = resolve("errors yesterday, not last week", WED)
+    assert (resolved.start, resolved.end) == (at(2024, 3, 12), at(2024, 3, 13))
+    assert resolved.query == "errors, not last week"
+
+
+def test_longest_phrase_at_the_first_position_wins() -> None:
+    resolved = resolve("since last Tuesday", WED)
+    assert resolved.phrase == "since last Tuesday"
+    assert (resolved.start, resolved.end) == (at(2024, 3, 12), at(2024, 3, 14))
+
+
+def test_naive_anchor_is_utc_and_aware_anchor_keeps_its_zone() -> None:
+    naive = resolve("yesterday", WED)
+    assert naive.start is not None
+    assert naive.start.tzinfo is UTC
+
+    plus_two = timezone(timedelta(hours=2))
+    # 23:30 UTC on the 13th is already the 14th in UTC+2.
+    aware = resolve("yesterday", datetime(2024, 3, 14, 1, 30, tzinfo=plus_two))
+    assert aware.start == datetime(2024, 3, 13, tzinfo=plus_two)
+    assert aware.end == datetime(2024, 3, 14, tzinfo=plus_two)
+
+
+def test_day_boundaries_are_local_midnight_across_daylight_saving() -> None:
+    new_york = ZoneInfo("America/New_York")  # clocks went forward on 2024-03-10
+    resolved = resolve("yesterday", datetime(2024, 3, 11, 9, tzinfo=new_york))
+    assert resolved.start == datetime(2024, 3, 10, tzinfo=new_york)
+    assert resolved.end == datetime(2024, 3, 11, tzinfo=new_york)
+    assert resolved.start is not None
+    assert resolved.end is not None
+    assert resolved.end.astimezone(UTC) - resolved.start.astimezone(UTC) == timedelta(hours=23)
+
+
+def test_extreme_dates_do_not_raise() -> None:
+    assert resolve("tomorrow or 9999 years ago", WED).start is None
+    assert resolve("last year", datetime(1, 1, 1)).start is None
+    # The day after 9999-12-31 is beyond datetime: no range, and the query stays as it was.
+    assert resolve("today", datetime(9999, 12, 31)) == Resolved("today", None, None, None)
+    resolve("since yesterday and last week", datetime(9999, 12, 31))
+    resolve("since yesterday and last week", datetime(1, 1, 1))
