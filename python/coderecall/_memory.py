@@ -1,0 +1,775 @@
+"""``MemoryStore``: what agents learned, kept across sessions in one SQLite database.
+
+This module is the store and its write path (issue 7, first part); hybrid search, sessions,
+the context block, hooks and tools build on it.
+
+**Where.** One database for every project of a user: ``$CODERECALL_MEMORY`` if set, else
+``$XDG_DATA_HOME/coderecall/memory.db`` (``~/.local/share/coderecall/memory.db``). WAL mode
+and a busy timeout let many processes (agents, hooks, MCP servers) write at once.
+
+**Records** have a type (:data:`TYPES` or any user-defined name), a scope (``user``: follows
+the user everywhere; ``project``: only within its project), the project's identity (the
+normalised git remote, so two clones share memory; see :mod:`coderecall._identity`), text,
+tags, a privacy level, the session and event ids they came from, timestamps, and
+``superseded_by`` when a newer record replaced them.
+
+**Write path** (:meth:`MemoryStore.add`), in order:
+
+1. *privacy* (:mod:`coderecall._privacy`): private sections and secrets never reach the
+   database; a ``blocked`` record is refused, a ``private`` one stored but kept out of
+   default reads;
+2. *dedup*: a record of the same project, scope and type that says nearly the same thing is
+   updated in place (tags merged, sources appended) instead of duplicated (session summaries
+   excepted: each records its own session). Similarity is the
+   word-set overlap (Jaccard) of the two texts, against the 500 most recently updated
+   records of that kind; structural types (project brief, architecture, tech and product
+   context) describe one evolving thing, so their threshold is looser (``dedup_structural``,
+   0.5) than other types' (``dedup_general``, 0.8);
+3. *aging*: a singleton type (``progress``) keeps only its newest record current (older ones
+   are superseded by it); session summaries beyond ``max_session_summaries`` are condensed,
+   oldest first, into one ``learned-pattern`` record that supersedes them.
+
+:meth:`MemoryStore.supersede` replaces a record explicitly (the old one stays readable in
+its history); :meth:`MemoryStore.forget` erases a record's text and keeps a tombstone with the
+reason. :meth:`MemoryStore.export` and :meth:`MemoryStore.import_` move a store as JSON Lines,
+losslessly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from ._errors import QueryError, StoreError
+from ._identity import project_identity
+from ._privacy import Level, classify, filter_text
+
+__all__ = [
+    "SINGLETON_TYPES",
+    "STRUCTURAL_TYPES",
+    "TYPES",
+    "MemoryRecord",
+    "MemoryStore",
+    "WriteResult",
+    "memory_path",
+]
+
+TYPES = (
+    "project-brief",
+    "architecture",
+    "tech-context",
+    "product-context",
+    "preference",
+    "decision",
+    "error-solution",
+    "progress",
+    "session-summary",
+    "learned-pattern",
+    "observation",
+)
+"""The built-in record types; any other name made of letters, digits and ``-`` is a
+user-defined type."""
+SINGLETON_TYPES = frozenset({"progress"})
+STRUCTURAL_TYPES = frozenset({"project-brief", "architecture", "tech-context", "product-context"})
+
+Scope = Literal["user", "project"]
+Action = Literal["added", "updated", "refused"]
+
+_TYPE_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
+_WORD = re.compile(r"\w+")
+_BUSY_MS = 60_000
+_DEDUP_WINDOW = 500
+"""Most recently updated records of a kind a new one is compared with. Until records get a
+neighbour index of their own, this bounds the cost of a write."""
+_CONDENSED_CHARS = 400
+"""Characters kept of each session summary condensed into a learned pattern."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    id            INTEGER PRIMARY KEY,
+    project       TEXT    NOT NULL,
+    scope         TEXT    NOT NULL CHECK (scope IN ('user', 'project')),
+    type          TEXT    NOT NULL,
+    text          TEXT    NOT NULL,
+    tags          TEXT    NOT NULL DEFAULT '[]',
+    privacy       TEXT    NOT NULL CHECK (privacy IN ('public', 'private')),
+    session       TEXT,
+    events        TEXT    NOT NULL DEFAULT '[]',
+    created_at    REAL    NOT NULL,
+    updated_at    REAL    NOT NULL,
+    superseded_by INTEGER REFERENCES records(id),
+    forgotten_at  REAL,
+    forget_reason TEXT
+);
+CREATE INDEX IF NOT EXISTS records_current
+    ON records(project, scope, type) WHERE superseded_by IS NULL AND forgotten_at IS NULL;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+"""
+_SCHEMA_VERSION = 1
+
+
+def memory_path() -> Path:
+    """The user's memory database (it may not exist yet)."""
+    if explicit := os.environ.get("CODERECALL_MEMORY"):
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "coderecall" / "memory.db"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One memory. ``text`` is empty for a forgotten record (its tombstone)."""
+
+    id: int
+    type: str
+    scope: Scope
+    project: str
+    """The project identity (``""`` for ``user`` scope)."""
+    text: str
+    tags: tuple[str, ...]
+    privacy: Level
+    session: str | None
+    events: tuple[str, ...]
+    """Ids of the session events the record came from."""
+    created_at: datetime
+    updated_at: datetime
+    superseded_by: int | None = None
+    forgotten_at: datetime | None = None
+    forget_reason: str | None = None
+
+    @property
+    def current(self) -> bool:
+        """Neither superseded nor forgotten."""
+        return self.superseded_by is None and self.forgotten_at is None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        for key in ("created_at", "updated_at", "forgotten_at"):
+            value = data[key]
+            data[key] = value.isoformat() if value is not None else None
+        data["tags"], data["events"] = list(self.tags), list(self.events)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What :meth:`MemoryStore.add` did."""
+
+    action: Action
+    record: MemoryRecord | None
+    """The record added or updated; ``None`` when refused."""
+    redactions: tuple[str, ...] = ()
+    """Kinds of secrets redacted from the text."""
+    private_sections: int = 0
+    superseded: tuple[int, ...] = ()
+    """Records this write made non-current (aging)."""
+    reason: str = ""
+
+
+class MemoryStore:
+    """The memory of one project (and of the user), in the user's memory database.
+
+    ``project`` is a project root (its identity is derived from its git remote or path) or
+    an identity string; ``None`` keeps only ``user``-scope records reachable. Safe to share
+    between threads; any number of processes may open the same database.
+    """
+
+    def __init__(
+        self,
+        project: str | os.PathLike[str] | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        dedup_general: float = 0.8,
+        dedup_structural: float = 0.5,
+        max_session_summaries: int = 20,
+    ) -> None:
+        if not 0 < dedup_general <= 1 or not 0 < dedup_structural <= 1:
+            raise QueryError("dedup thresholds must be in (0, 1]")
+        if max_session_summaries < 1:
+            raise QueryError("max_session_summaries must be at least 1")
+        if isinstance(project, (str, os.PathLike)) and Path(project).is_dir():
+            self._project = project_identity(Path(project)).key
+        else:
+            self._project = str(project) if project is not None else ""
+        self._path = Path(path).expanduser() if path is not None else memory_path()
+        self._thresholds = (dedup_general, dedup_structural)
+        self._max_summaries = max_session_summaries
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def project(self) -> str:
+        return self._project
+
+    def close(self) -> None:
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
+        self._local = threading.local()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -----------------------------------------------------------------------
+
+    def add(
+        self,
+        text: str,
+        type: str = "observation",
+        *,
+        scope: Scope = "project",
+        tags: Iterable[str] = (),
+        privacy: str | None = None,
+        session: str | None = None,
+        events: Iterable[str] = (),
+        at: datetime | None = None,
+    ) -> WriteResult:
+        """Remember ``text`` through the write path (see the module docs). ``at`` dates the
+        record (default: now), e.g. when importing a past session."""
+        kind = _check_type(type)
+        tags = tuple(dict.fromkeys(t.strip() for t in tags if t.strip()))
+        filtered = filter_text(text, tags=tags, level=privacy)
+        if filtered.blocked:
+            return WriteResult("refused", None, reason="the record is tagged as blocked")
+        clean = filtered.text.strip()
+        if not clean or clean == "[private]":
+            return WriteResult(
+                "refused",
+                None,
+                filtered.redactions,
+                filtered.private_sections,
+                reason="nothing is left after the privacy filter",
+            )
+        project = self._scope_project(scope)
+        when = _timestamp(at)
+        # A session summary records one session: two alike sessions are still two. The
+        # comparison runs before the write lock is taken (on a snapshot), and again under it
+        # only against what changed since, so writers queue for a moment, not a scan.
+        dedup = kind != "session-summary"
+        words = _words(clean)
+        seen = (
+            self._near_duplicate(self._conn(), project, scope, kind, words, since=None)
+            if dedup
+            else (None, 0.0)
+        )
+        with self._write() as conn:
+            similar = seen[0]
+            if dedup:
+                newer = self._near_duplicate(conn, project, scope, kind, words, since=seen[1])
+                if newer[0] is not None:
+                    similar = newer[0]
+                if similar is not None and not self._get_current(conn, similar.id):
+                    similar = None  # superseded or forgotten meanwhile
+            if similar is not None:
+                merged_tags = _merge(similar.tags, tags)
+                merged_events = _merge(similar.events, events)
+                conn.execute(
+                    "UPDATE records SET text = ?, tags = ?, events = ?, updated_at = ?,"
+                    " privacy = CASE WHEN privacy = 'private' THEN 'private' ELSE ? END"
+                    " WHERE id = ?",
+                    (
+                        clean,
+                        json.dumps(merged_tags),
+                        json.dumps(merged_events),
+                        max(when, similar.updated_at.timestamp()),
+                        filtered.level,
+                        similar.id,
+                    ),
+                )
+                record = _read_one(conn, similar.id)
+                action: Action = "updated"
+            else:
+                cursor = conn.execute(
+                    "INSERT INTO records (project, scope, type, text, tags, privacy, session,"
+                    " events, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        project,
+                        scope,
+                        kind,
+                        clean,
+                        json.dumps(list(tags)),
+                        filtered.level,
+                        session,
+                        json.dumps(list(dict.fromkeys(events))),
+                        when,
+                        when,
+                    ),
+                )
+                record = _read_one(conn, _rowid(cursor))
+                action = "added"
+            superseded = self._age(conn, record)
+        return WriteResult(
+            action,
+            record,
+            filtered.redactions,
+            filtered.private_sections,
+            tuple(superseded),
+        )
+
+    def supersede(
+        self, old_id: int, new_text: str, *, tags: Iterable[str] | None = None
+    ) -> MemoryRecord:
+        """Replace record ``old_id`` with a new one saying ``new_text`` (same type, scope
+        and, unless given, tags). The old record stays readable in :meth:`history`."""
+        old = self._current(old_id)
+        filtered = filter_text(new_text, tags=old.tags if tags is None else tags)
+        if filtered.blocked or not filtered.text.strip():
+            raise QueryError("the new text is blocked or empty after the privacy filter")
+        now = _timestamp(None)
+        with self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO records (project, scope, type, text, tags, privacy, session,"
+                " events, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, '[]', ?, ?)",
+                (
+                    old.project,
+                    old.scope,
+                    old.type,
+                    filtered.text.strip(),
+                    json.dumps(list(old.tags if tags is None else tags)),
+                    "private" if old.privacy == "private" else filtered.level,
+                    old.session,
+                    now,
+                    now,
+                ),
+            )
+            new_id = _rowid(cursor)
+            conn.execute("UPDATE records SET superseded_by = ? WHERE id = ?", (new_id, old.id))
+            return _read_one(conn, new_id)
+
+    def forget(self, record_id: int, reason: str) -> MemoryRecord:
+        """Erase a record's text and tags for good; a tombstone keeps when and why."""
+        if not reason.strip():
+            raise QueryError("forgetting a record needs a reason")
+        record = self._get_one(record_id)
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE records SET text = '', tags = '[]', events = '[]', forgotten_at = ?,"
+                " forget_reason = ? WHERE id = ?",
+                (_timestamp(None), reason.strip(), record.id),
+            )
+            forgotten = _read_one(conn, record.id)
+        # The old page images live on in the write-ahead log until a checkpoint; readers of
+        # other processes may hold it, so this is best effort (the next checkpoint finishes).
+        with contextlib.suppress(sqlite3.Error):
+            self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return forgotten
+
+    # -- reading -----------------------------------------------------------------------
+
+    def get(self, ids: Iterable[int]) -> list[MemoryRecord]:
+        """Full records, in the order asked (unknown ids are left out)."""
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        if not wanted:
+            return []
+        conn = self._conn()
+        marks = ",".join("?" * len(wanted))
+        rows = conn.execute(f"SELECT * FROM records WHERE id IN ({marks})", wanted).fetchall()
+        by_id = {row["id"]: _record(row) for row in rows}
+        return [by_id[i] for i in wanted if i in by_id]
+
+    def records(
+        self,
+        *,
+        type: str | Sequence[str] | None = None,
+        scope: Scope | None = None,
+        include_private: bool = False,
+        include_history: bool = False,
+    ) -> list[MemoryRecord]:
+        """Records of this project (and user-scope ones), oldest first: current ones unless
+        ``include_history``; private ones only with ``include_private``."""
+        sql = ["SELECT * FROM records WHERE (project = ? OR scope = 'user')"]
+        params: list[object] = [self._project]
+        if not include_history:
+            sql.append("AND superseded_by IS NULL AND forgotten_at IS NULL")
+        if not include_private:
+            sql.append("AND privacy = 'public'")
+        if scope is not None:
+            sql.append("AND scope = ?")
+            params.append(scope)
+        if type is not None:
+            kinds = [type] if isinstance(type, str) else list(type)
+            sql.append(f"AND type IN ({','.join('?' * len(kinds))})")
+            params.extend(kinds)
+        sql.append("ORDER BY created_at, id")
+        return [_record(row) for row in self._conn().execute(" ".join(sql), params)]
+
+    def history(self, record_id: int) -> list[MemoryRecord]:
+        """The chain of versions ``record_id`` belongs to, oldest first."""
+        conn = self._conn()
+        start = self._get_one(record_id)
+        chain = [start]
+        at: MemoryRecord | None = start
+        while at is not None:  # back through what it replaced
+            rows = conn.execute(
+                "SELECT * FROM records WHERE superseded_by = ? ORDER BY created_at DESC LIMIT 1",
+                (at.id,),
+            ).fetchall()
+            at = _record(rows[0]) if rows else None
+            if at is not None:
+                if any(r.id == at.id for r in chain):
+                    break
+                chain.insert(0, at)
+        at = start
+        while at.superseded_by is not None:  # forward to what replaced it
+            nxt = self.get([at.superseded_by])
+            if not nxt or any(r.id == nxt[0].id for r in chain):
+                break
+            at = nxt[0]
+            chain.append(at)
+        return chain
+
+    # -- moving ------------------------------------------------------------------------
+
+    def export(self, out: IO[str]) -> int:
+        """Every record of the database (all projects, history and tombstones included) as
+        JSON Lines; returns how many."""
+        count = 0
+        for row in self._conn().execute("SELECT * FROM records ORDER BY id"):
+            out.write(json.dumps(_record(row).to_dict(), ensure_ascii=False, sort_keys=True))
+            out.write("\n")
+            count += 1
+        return count
+
+    def import_(self, lines: Iterable[str]) -> int:
+        """Records exported by :meth:`export`, with their ids, timestamps and links; a
+        record whose id exists already must be identical. Returns how many were added."""
+        added = 0
+        with self._write() as conn:
+            conn.execute("PRAGMA defer_foreign_keys = ON")  # links may point forward
+            for number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                    record = _from_dict(data)
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise QueryError(
+                        f"line {number}: not an exported memory record ({exc})"
+                    ) from None
+                existing = conn.execute(
+                    "SELECT * FROM records WHERE id = ?", (record.id,)
+                ).fetchall()
+                if existing:
+                    if _record(existing[0]) != record:
+                        raise QueryError(
+                            f"line {number}: record {record.id} differs from the stored one"
+                        )
+                    continue
+                conn.execute(
+                    "INSERT INTO records (id, project, scope, type, text, tags, privacy, session,"
+                    " events, created_at, updated_at, superseded_by, forgotten_at, forget_reason)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.id,
+                        record.project,
+                        record.scope,
+                        record.type,
+                        record.text,
+                        json.dumps(list(record.tags)),
+                        record.privacy,
+                        record.session,
+                        json.dumps(list(record.events)),
+                        record.created_at.timestamp(),
+                        record.updated_at.timestamp(),
+                        record.superseded_by,
+                        record.forgotten_at.timestamp() if record.forgotten_at else None,
+                        record.forget_reason,
+                    ),
+                )
+                added += 1
+        return added
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _scope_project(self, scope: str) -> str:
+        if scope == "user":
+            return ""
+        if scope != "project":
+            raise QueryError(f"scope must be 'user' or 'project', got {scope!r}")
+        if not self._project:
+            raise QueryError("a project-scope record needs a project (MemoryStore(project=...))")
+        return self._project
+
+    def _near_duplicate(
+        self,
+        conn: sqlite3.Connection,
+        project: str,
+        scope: str,
+        kind: str,
+        words: frozenset[str],
+        since: float | None,
+    ) -> tuple[MemoryRecord | None, float]:
+        """The most similar current record above the type's threshold (among those updated
+        after ``since`` when given), and the newest update time looked at."""
+        threshold = self._thresholds[1] if kind in STRUCTURAL_TYPES else self._thresholds[0]
+        best: tuple[float, MemoryRecord] | None = None
+        newest = since or 0.0
+        rows = conn.execute(
+            "SELECT * FROM records WHERE project = ? AND scope = ? AND type = ?"
+            " AND superseded_by IS NULL AND forgotten_at IS NULL AND updated_at > ?"
+            " ORDER BY updated_at DESC LIMIT ?",
+            (project, scope, kind, since if since is not None else -1.0, _DEDUP_WINDOW),
+        ).fetchall()
+        for row in rows:
+            other = _record(row)
+            newest = max(newest, row["updated_at"])
+            score = _jaccard(words, _words(other.text))
+            if score >= threshold and (best is None or score > best[0]):
+                best = (score, other)
+        return (best[1] if best is not None else None), newest
+
+    @staticmethod
+    def _get_current(conn: sqlite3.Connection, record_id: int) -> bool:
+        return bool(
+            conn.execute(
+                "SELECT 1 FROM records WHERE id = ? AND superseded_by IS NULL"
+                " AND forgotten_at IS NULL",
+                (record_id,),
+            ).fetchall()
+        )
+
+    def _age(self, conn: sqlite3.Connection, record: MemoryRecord) -> list[int]:
+        """Singleton types keep their newest record current; session summaries beyond the
+        cap are condensed into a learned pattern."""
+        current = "superseded_by IS NULL AND forgotten_at IS NULL"
+        same = "project = ? AND scope = ? AND type = ?"
+        key = (record.project, record.scope, record.type)
+        if record.type in SINGLETON_TYPES:
+            older = [
+                row["id"]
+                for row in conn.execute(
+                    f"SELECT id FROM records WHERE {same} AND {current} AND id != ?",
+                    (*key, record.id),
+                )
+            ]
+            conn.executemany(
+                "UPDATE records SET superseded_by = ? WHERE id = ?",
+                [(record.id, i) for i in older],
+            )
+            return older
+        if record.type != "session-summary":
+            return []
+        rows = conn.execute(
+            f"SELECT * FROM records WHERE {same} AND {current} ORDER BY created_at, id", key
+        ).fetchall()
+        excess = len(rows) - self._max_summaries
+        if excess <= 0:
+            return []
+        # The oldest half of the cap goes at once, so condensing is not a per-write cost.
+        oldest = [_record(row) for row in rows[: max(excess, self._max_summaries // 2)]]
+        text = "Condensed from earlier sessions:\n" + "\n".join(
+            f"- {r.created_at.date().isoformat()}: {r.text[:_CONDENSED_CHARS]}" for r in oldest
+        )
+        when = oldest[-1].created_at.timestamp()
+        cursor = conn.execute(
+            "INSERT INTO records (project, scope, type, text, tags, privacy, session, events,"
+            " created_at, updated_at) VALUES (?, ?, 'learned-pattern', ?, ?, ?, NULL, ?, ?, ?)",
+            (
+                record.project,
+                record.scope,
+                text,
+                json.dumps(["condensed"]),
+                "private" if any(r.privacy == "private" for r in oldest) else "public",
+                json.dumps([e for r in oldest for e in r.events]),
+                when,
+                when,
+            ),
+        )
+        pattern = _rowid(cursor)
+        conn.executemany(
+            "UPDATE records SET superseded_by = ? WHERE id = ?", [(pattern, r.id) for r in oldest]
+        )
+        return [r.id for r in oldest]
+
+    def _current(self, record_id: int) -> MemoryRecord:
+        record = self._get_one(record_id)
+        if not record.current:
+            raise QueryError(f"memory {record_id} is superseded or forgotten")
+        return record
+
+    def _get_one(self, record_id: int) -> MemoryRecord:
+        found = self.get([record_id])
+        if not found:
+            raise QueryError(f"no memory {record_id}")
+        return found[0]
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self._path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA secure_delete = ON")  # a forgotten text is overwritten
+            # fetchall: a statement left mid-way keeps a read transaction open, and a
+            # connection that holds one cannot take the write lock later (SQLITE_BUSY at once).
+            version = conn.execute("PRAGMA user_version").fetchall()[0][0]
+            if version < _SCHEMA_VERSION:
+                # Statement by statement: executescript() would commit the transaction that
+                # keeps two first openers from both creating the schema.
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            elif version > _SCHEMA_VERSION:
+                raise StoreError(f"{self._path} was written by a newer coderecall")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the memory database {self._path}: {exc}") from exc
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken up front (``BEGIN IMMEDIATE``) so concurrent writers
+        queue on SQLite's lock instead of failing half-way."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"the memory database is busy or broken: {exc}") from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
+def _check_type(kind: str) -> str:
+    kind = kind.strip().lower()
+    if not _TYPE_NAME.fullmatch(kind):
+        raise QueryError(
+            f"bad memory type {kind!r}: one of {', '.join(TYPES)}, or a name of letters, "
+            "digits and '-'"
+        )
+    return kind
+
+
+def _timestamp(at: datetime | None) -> float:
+    if at is None:
+        return time.time()
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=timezone.utc)
+    return at.timestamp()
+
+
+def _rowid(cursor: sqlite3.Cursor) -> int:
+    rowid = cursor.lastrowid
+    assert rowid is not None  # an INSERT always sets it
+    return rowid
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD.findall(text))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def _merge(first: Iterable[str], second: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys([*first, *second]))
+
+
+def _when(value: float | None) -> datetime | None:
+    return datetime.fromtimestamp(value, timezone.utc) if value is not None else None
+
+
+def _record(row: sqlite3.Row) -> MemoryRecord:
+    created = _when(row["created_at"])
+    updated = _when(row["updated_at"])
+    assert created is not None
+    assert updated is not None
+    return MemoryRecord(
+        id=row["id"],
+        type=row["type"],
+        scope=row["scope"],
+        project=row["project"],
+        text=row["text"],
+        tags=tuple(json.loads(row["tags"])),
+        privacy=row["privacy"],
+        session=row["session"],
+        events=tuple(json.loads(row["events"])),
+        created_at=created,
+        updated_at=updated,
+        superseded_by=row["superseded_by"],
+        forgotten_at=_when(row["forgotten_at"]),
+        forget_reason=row["forget_reason"],
+    )
+
+
+def _read_one(conn: sqlite3.Connection, record_id: int) -> MemoryRecord:
+    rows = conn.execute("SELECT * FROM records WHERE id = ?", (record_id,)).fetchall()
+    assert rows  # just written in this transaction
+    return _record(rows[0])
+
+
+def _from_dict(data: dict[str, Any]) -> MemoryRecord:
+    def when(key: str) -> datetime | None:
+        value = data.get(key)
+        return datetime.fromisoformat(value) if value else None
+
+    created, updated = when("created_at"), when("updated_at")
+    if created is None or updated is None:
+        raise KeyError("created_at")
+    scope = data["scope"]
+    privacy = classify(level=data["privacy"])
+    if scope not in ("user", "project") or privacy == "blocked":
+        raise ValueError(f"bad scope or privacy: {scope!r}, {privacy!r}")
+    return MemoryRecord(
+        id=int(data["id"]),
+        type=_check_type(str(data["type"])),
+        scope=scope,
+        project=str(data["project"]),
+        text=str(data["text"]),
+        tags=tuple(str(t) for t in data["tags"]),
+        privacy=privacy,
+        session=data.get("session"),
+        events=tuple(str(e) for e in data["events"]),
+        created_at=created,
+        updated_at=updated,
+        superseded_by=data.get("superseded_by"),
+        forgotten_at=when("forgotten_at"),
+        forget_reason=data.get("forget_reason"),
+    )

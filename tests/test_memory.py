@@ -1,0 +1,281 @@
+"""MemoryStore: the write path (privacy, dedup, aging), supersede and forget, project
+identity, export/import, and many processes writing one database."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from coderecall._errors import QueryError
+from coderecall._memory import MemoryStore
+from helpers import MakeRepo
+
+PROJECT = "github.com/acme/shop"
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[1] / "python")
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[MemoryStore]:
+    with MemoryStore(PROJECT, path=db) as memory:
+        yield memory
+
+
+def _file_bytes(db: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+
+
+def test_a_near_duplicate_updates_in_place_and_merges_tags(store: MemoryStore) -> None:
+    first = store.add("Use SQLite in WAL mode so readers never block.", "decision", tags=["db"])
+    again = store.add("Use SQLite in WAL mode, so readers never block!", "decision", tags=["wal"])
+    assert (first.action, again.action) == ("added", "updated")
+    assert first.record is not None
+    assert again.record is not None
+    assert again.record.id == first.record.id
+    assert again.record.tags == ("db", "wal")
+    other = store.add("Readers of the index take no lock at all.", "decision")
+    assert other.action == "added"
+    # Another type or scope never merges with it.
+    assert store.add("Use SQLite in WAL mode so readers never block.", "observation").action == (
+        "added"
+    )
+    assert len(store.records(type="decision")) == 2
+
+
+def test_structural_types_merge_more_readily(store: MemoryStore) -> None:
+    # Word overlap 8 of 16: above the structural threshold (0.5), below the general (0.8).
+    short = "The index is a Rust core with a Python API."
+    longer = "The index is a Rust core, with Python bindings, a CLI, an MCP server and hooks."
+    a = store.add(short, "architecture")
+    b = store.add(longer, "architecture")
+    assert (a.action, b.action) == ("added", "updated")
+    assert [r.text for r in store.records(type="architecture")] == [longer]
+    c = store.add(short, "decision")
+    d = store.add(longer, "decision")
+    assert (c.action, d.action) == ("added", "added")
+
+
+def test_progress_keeps_only_its_newest_record_current(store: MemoryStore) -> None:
+    old = store.add("Migrated the store to schema 4.", "progress")
+    new = store.add("Call graph landed; memory store next.", "progress")
+    assert old.record is not None
+    assert new.record is not None
+    assert new.superseded == (old.record.id,)
+    assert [r.text for r in store.records(type="progress")] == [
+        "Call graph landed; memory store next."
+    ]
+    history = store.records(type="progress", include_history=True)
+    assert [r.superseded_by for r in history] == [new.record.id, None]
+
+
+def test_session_summaries_beyond_the_cap_are_condensed(db: Path) -> None:
+    start = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    with MemoryStore(PROJECT, path=db, max_session_summaries=4) as memory:
+        for day in range(5):
+            memory.add(
+                f"Session {day}: worked on feature number {day} and its tests.",
+                "session-summary",
+                at=start + timedelta(days=day),
+                events=[f"e{day}"],
+            )
+        summaries = memory.records(type="session-summary")
+        (pattern,) = memory.records(type="learned-pattern")
+    assert [s.text[:9] for s in summaries] == ["Session 2", "Session 3", "Session 4"]
+    assert "2026-03-01: Session 0" in pattern.text
+    assert "2026-03-02: Session 1" in pattern.text
+    assert pattern.events == ("e0", "e1")
+    assert pattern.created_at == start + timedelta(days=1)
+
+
+def test_supersede_keeps_the_history(store: MemoryStore) -> None:
+    old = store.add("Deploys run on Fridays.", "decision", tags=["ops"])
+    assert old.record is not None
+    new = store.supersede(old.record.id, "Deploys run on Tuesdays; never on Fridays.")
+    assert (new.type, new.tags) == ("decision", ("ops",))
+    assert [r.text for r in store.records(type="decision")] == [new.text]
+    chain = store.history(old.record.id)
+    assert [r.id for r in chain] == [old.record.id, new.id]
+    assert chain[0].superseded_by == new.id
+    assert chain[0].text == "Deploys run on Fridays."
+    assert store.history(new.id) == chain
+    with pytest.raises(QueryError, match="superseded"):
+        store.supersede(old.record.id, "again")
+
+
+def test_private_sections_secrets_and_blocked_records_never_reach_the_file(
+    store: MemoryStore, db: Path
+) -> None:
+    key = "sk-" + "Q7" * 24
+    token = "ghp_" + "x1Y2" * 9
+    written = store.add(
+        f"Deploy with key {key}.\n<private>home address: 12 Elm Street</private>\n"
+        f"CI token {token}; db at postgres://app:{'hunter2' * 3}@db.local/shop",
+        "error-solution",
+    )
+    assert written.record is not None
+    assert written.redactions == ("openai", "github", "password")
+    assert written.private_sections == 1
+    refused = store.add("The launch code is 0000.", "observation", tags=["do-not-store"])
+    assert (refused.action, refused.record) == ("refused", None)
+    secret = store.add("Salary bands live in the HR wiki.", "observation", privacy="private")
+    assert secret.record is not None
+    assert secret.record.privacy == "private"
+    assert secret.record.id not in [r.id for r in store.records()]
+    assert secret.record.id in [r.id for r in store.records(include_private=True)]
+    store.close()
+    raw = _file_bytes(db)
+    for leaked in (key, token, "Elm Street", "hunter2", "launch code"):
+        assert leaked.encode() not in raw, leaked
+    assert b"[redacted:openai]" in raw
+    assert b"HR wiki" in raw
+
+
+def test_forget_erases_the_text_and_keeps_a_tombstone(store: MemoryStore, db: Path) -> None:
+    written = store.add("The staging password rotates weekly via the vault job.", "observation")
+    assert written.record is not None
+    gone = store.forget(written.record.id, "user asked")
+    assert (gone.text, gone.tags, gone.forget_reason) == ("", (), "user asked")
+    assert not gone.current
+    assert store.records() == []
+    with pytest.raises(QueryError, match="reason"):
+        store.forget(written.record.id, " ")
+    store.close()
+    assert b"vault job" not in _file_bytes(db)
+
+
+def test_user_scope_follows_the_user_and_projects_never_mix(db: Path) -> None:
+    with (
+        MemoryStore(PROJECT, path=db) as shop,
+        MemoryStore("github.com/acme/blog", path=db) as blog,
+    ):
+        shop.add("Prefers tabs over spaces.", "preference", scope="user")
+        shop.add("Orders are sharded by region.", "architecture")
+        blog.add("Posts are rendered at build time.", "architecture")
+        assert {r.text for r in blog.records()} == {
+            "Prefers tabs over spaces.",
+            "Posts are rendered at build time.",
+        }
+        assert {r.text for r in shop.records(scope="project")} == {"Orders are sharded by region."}
+    with MemoryStore(None, path=db) as nobody:
+        assert [r.text for r in nobody.records()] == ["Prefers tabs over spaces."]
+        with pytest.raises(QueryError, match="needs a project"):
+            nobody.add("x y z", "decision")
+
+
+def test_two_clones_share_memory_and_two_projects_do_not(
+    make_repo: MakeRepo, tmp_path: Path, db: Path
+) -> None:
+    origin = make_repo({"README.md": "shop\n"})
+    clones = []
+    for name in ("one", "two"):
+        target = tmp_path / name
+        subprocess.run(["git", "clone", "-q", str(origin), str(target)], check=True)
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(target),
+                "remote",
+                "set-url",
+                "origin",
+                "git@github.com:Acme/Shop.git",
+            ],
+            check=True,
+        )
+        clones.append(target)
+    other = make_repo({"README.md": "blog\n"}, name="blog")
+    with MemoryStore(clones[0], path=db) as first:
+        first.add("Checkout totals are computed in cents.", "decision")
+    with MemoryStore(clones[1], path=db) as second, MemoryStore(other, path=db) as third:
+        assert second.project == "github.com/acme/shop"
+        assert [r.text for r in second.records()] == ["Checkout totals are computed in cents."]
+        assert third.records() == []
+
+
+def test_export_then_import_round_trips_exactly(store: MemoryStore, tmp_path: Path) -> None:
+    old = store.add("Use feature flags for risky changes.", "decision", tags=["process"])
+    assert old.record is not None
+    store.supersede(old.record.id, "Use feature flags for every risky change.")
+    gone = store.add("Temporary note about a flaky test.", "observation")
+    assert gone.record is not None
+    store.forget(gone.record.id, "obsolete")
+    store.add("Café ünïcode and emoji 🚀 survive.", "observation", scope="user", session="s1")
+    first = io.StringIO()
+    assert store.export(first) == 4
+    with MemoryStore(PROJECT, path=tmp_path / "copy.db") as copy:
+        assert copy.import_(first.getvalue().splitlines()) == 4
+        assert copy.import_(first.getvalue().splitlines()) == 0  # idempotent
+        second = io.StringIO()
+        copy.export(second)
+    assert second.getvalue() == first.getvalue()
+    rows = [json.loads(line) for line in first.getvalue().splitlines()]
+    assert {row["id"] for row in rows} == {1, 2, 3, 4}
+    with (
+        MemoryStore(PROJECT, path=tmp_path / "bad.db") as bad,
+        pytest.raises(QueryError, match="line 1"),
+    ):
+        bad.import_(["{not json"])
+
+
+def test_bad_arguments_are_query_errors(store: MemoryStore) -> None:
+    with pytest.raises(QueryError, match="memory type"):
+        store.add("text", "Not A Type!")
+    with pytest.raises(QueryError, match="scope"):
+        store.add("text", "decision", scope="team")  # type: ignore[arg-type]
+    with pytest.raises(QueryError, match="no memory 99"):
+        store.forget(99, "why")
+    assert store.add("   ", "decision").action == "refused"
+    assert store.add("custom types work", "deploy-note").action == "added"
+
+
+def _note(worker: int, n: int) -> str:
+    """A distinct note per write: random words, so no two are near duplicates."""
+    words = random.Random(worker * 100_000 + n).sample(range(5_000), 8)
+    return f"worker {worker} note {n}: " + " ".join(f"w{w}" for w in words)
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from coderecall._memory import MemoryStore
+from test_memory import _note
+db, worker, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+with MemoryStore("github.com/acme/shop", path=db) as memory:
+    for n in range(count):
+        result = memory.add(_note(worker, n), "observation")
+        assert result.action == "added", result
+        if n % 100 == 0:
+            assert memory.get([result.record.id])[0].text == _note(worker, n)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_twenty_processes_writing_lose_nothing(db: Path) -> None:
+    workers, writes = 20, 1000
+    here = str(Path(__file__).parent)
+    env = {"PYTHONPATH": os.pathsep.join([_PACKAGE_PARENT, here]), "PATH": "/usr/bin:/bin"}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(db), str(w), str(writes)], env=env)
+        for w in range(workers)
+    ]
+    assert [p.wait(timeout=1200) for p in procs] == [0] * workers
+    with MemoryStore(PROJECT, path=db) as memory:
+        records = memory.records()
+    assert len(records) == workers * writes
+    assert sorted(r.text for r in records) == sorted(
+        _note(w, n) for w in range(workers) for n in range(writes)
+    )
