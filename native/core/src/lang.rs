@@ -384,17 +384,26 @@ impl Language {
     }
 
     /// Source of `queries/<name>/references.scm` (calls, imports, inheritance; see
-    /// [`crate::refs`]), embedded at build time. TSX is the TypeScript query plus JSX.
+    /// [`crate::refs`]), embedded at build time. JavaScript, TypeScript and TSX share
+    /// `queries/ecmascript/`.
     #[must_use]
     pub fn references_query_source(self) -> Option<&'static str> {
         Some(match self {
             Language::Python => include_str!("../queries/python/references.scm"),
-            Language::JavaScript => include_str!("../queries/javascript/references.scm"),
-            Language::TypeScript => include_str!("../queries/typescript/references.scm"),
-            // The TypeScript grammar has no JSX nodes; TSX adds its JSX patterns.
+            // The three share most patterns; JSX only where the grammar has it.
+            Language::JavaScript => concat!(
+                include_str!("../queries/ecmascript/references.scm"),
+                include_str!("../queries/ecmascript/jsx.scm"),
+                include_str!("../queries/javascript/references.scm")
+            ),
+            Language::TypeScript => concat!(
+                include_str!("../queries/ecmascript/references.scm"),
+                include_str!("../queries/typescript/references.scm")
+            ),
             Language::Tsx => concat!(
-                include_str!("../queries/typescript/references.scm"),
-                include_str!("../queries/tsx/jsx.scm")
+                include_str!("../queries/ecmascript/references.scm"),
+                include_str!("../queries/ecmascript/jsx.scm"),
+                include_str!("../queries/typescript/references.scm")
             ),
             Language::Rust => include_str!("../queries/rust/references.scm"),
             Language::Go => include_str!("../queries/go/references.scm"),

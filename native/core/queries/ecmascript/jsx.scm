@@ -1,7 +1,7 @@
+;; JSX, for JavaScript and TSX (appended to their queries).
 
-; TSX only (appended to the TypeScript query): `<Badge />` and `<Badge>...</Badge>` render
-; (call) a component; lower-case tags are HTML elements. `<ui.Button />` names it through a
-; module.
+; JSX: `<Badge />` and `<Badge>...</Badge>` render (call) a component; lower-case tags are
+; HTML elements. `<ui.Button />` names it through a module.
 ((jsx_self_closing_element
   name: (identifier) @call.name)
   (#match? @call.name "^[A-Z]"))
