@@ -279,3 +279,75 @@ def test_twenty_processes_writing_lose_nothing(db: Path) -> None:
     assert sorted(r.text for r in records) == sorted(
         _note(w, n) for w in range(workers) for n in range(writes)
     )
+
+
+def test_search_ranks_by_text_tags_and_type_and_filters(store: MemoryStore) -> None:
+    store.add("Deploys go through the blue-green pipeline on Tuesdays.", "decision", tags=["ops"])
+    store.add("The checkout total is computed in integer cents.", "decision", tags=["billing"])
+    store.add("Flaky test: the payment webhook times out under load.", "error-solution")
+    store.add("Prefers short commit messages.", "preference", scope="user")
+    store.add("Salary data of the team lives in the HR wiki.", "observation", privacy="private")
+    (hit, *_) = store.search("how do deploys run")
+    assert hit.snippet.startswith("Deploys go through the blue-green pipeline")
+    assert (hit.type, hit.tags) == ("decision", ("ops",))
+    assert hit.score > 0
+    assert [h.type for h in store.search("checkout total cents", type="error-solution")] == []
+    assert [h.snippet for h in store.search("commit messages", scope="user")] == [
+        "Prefers short commit messages."
+    ]
+    assert store.search("deploys", tags=["billing"]) == []
+    assert store.search("salary HR wiki") == []
+    assert [h.type for h in store.search("salary HR wiki", include_private=True)] == ["observation"]
+    full = store.get([hit.id])[0]
+    assert full.text == "Deploys go through the blue-green pipeline on Tuesdays."
+    with pytest.raises(QueryError, match="limit"):
+        store.search("x", limit=0)
+
+
+def test_search_sees_other_writers_and_leaves_out_superseded_records(db: Path) -> None:
+    with MemoryStore(PROJECT, path=db) as reader, MemoryStore(PROJECT, path=db) as writer:
+        assert reader.search("cache invalidation") == []
+        old = writer.add("Cache invalidation happens on every deploy.", "decision").record
+        assert old is not None
+        assert [h.id for h in reader.search("cache invalidation")] == [old.id]
+        lazy = "Cache entries expire after ten minutes; invalidation is lazy."
+        new = writer.supersede(old.id, lazy)
+        assert [h.id for h in reader.search("cache invalidation")] == [new.id]
+
+
+def test_time_phrases_are_resolved_against_the_records_dates(store: MemoryStore) -> None:
+    days = {
+        datetime(2025, 3, 12, 10, tzinfo=timezone.utc): "Chose Postgres for the ledger service.",
+        datetime(2025, 6, 2, 9, tzinfo=timezone.utc): "Postgres vacuum tuned for the ledger.",
+        datetime(2025, 6, 9, 15, tzinfo=timezone.utc): "Ledger exports moved to a nightly job.",
+        datetime(2025, 6, 10, 11, tzinfo=timezone.utc): "Ledger totals now reconcile daily.",
+    }
+    for at, text in days.items():
+        store.add(text, "decision", at=at)
+    # The newest record (June 10, 2025) is "today", whatever the wall clock says.
+    assert [h.snippet for h in store.search("ledger yesterday")] == [
+        "Ledger exports moved to a nightly job."
+    ]
+    assert [h.snippet for h in store.search("what about postgres in March")] == [
+        "Chose Postgres for the ledger service."
+    ]
+    last_week = store.search("last week")
+    assert [h.snippet for h in last_week] == ["Postgres vacuum tuned for the ledger."]
+    assert last_week[0].score == 0.0  # only a time phrase: a listing by time
+    since = store.search("ledger", since=datetime(2025, 6, 5))
+    assert {h.snippet for h in since} == {
+        "Ledger exports moved to a nightly job.",
+        "Ledger totals now reconcile daily.",
+    }
+
+
+def test_timeline_shows_the_records_around_one(store: MemoryStore) -> None:
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    ids = [
+        store.add(f"Step {n}: {word} the release.", "observation", at=start + timedelta(hours=n))
+        for n, word in enumerate(["plan", "branch", "build", "test", "tag", "ship"])
+    ]
+    middle = ids[3].record
+    assert middle is not None
+    around = store.timeline(middle.id, before=2, after=1)
+    assert [r.text.split(":")[0] for r in around] == ["Step 1", "Step 2", "Step 3", "Step 4"]

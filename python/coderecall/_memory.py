@@ -1,7 +1,7 @@
 """``MemoryStore``: what agents learned, kept across sessions in one SQLite database.
 
-This module is the store and its write path (issue 7, first part); hybrid search, sessions,
-the context block, hooks and tools build on it.
+This module is the store, its write path and lexical search (issue 7, first part); vectors,
+sessions, the context block, hooks and tools build on it.
 
 **Where.** One database for every project of a user: ``$CODERECALL_MEMORY`` if set, else
 ``$XDG_DATA_HOME/coderecall/memory.db`` (``~/.local/share/coderecall/memory.db``). WAL mode
@@ -54,12 +54,15 @@ from typing import IO, Any, Literal
 
 from ._errors import QueryError, StoreError
 from ._identity import project_identity
+from ._native import TextIndex
 from ._privacy import Level, classify, filter_text
+from ._timephrase import resolve
 
 __all__ = [
     "SINGLETON_TYPES",
     "STRUCTURAL_TYPES",
     "TYPES",
+    "MemoryHit",
     "MemoryRecord",
     "MemoryStore",
     "WriteResult",
@@ -178,6 +181,27 @@ class WriteResult:
     reason: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryHit:
+    """A compact search result; :meth:`MemoryStore.get` gives the whole record."""
+
+    id: int
+    type: str
+    scope: Scope
+    snippet: str
+    """The start of the text (at most 160 characters)."""
+    tags: tuple[str, ...]
+    created_at: datetime
+    score: float
+    """BM25F relevance (0 for a listing by time); comparable within one result list."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["tags"] = list(self.tags)
+        data["created_at"] = self.created_at.isoformat()
+        return data
+
+
 class MemoryStore:
     """The memory of one project (and of the user), in the user's memory database.
 
@@ -209,6 +233,7 @@ class MemoryStore:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._index: tuple[str, TextIndex] | None = None
 
     @property
     def path(self) -> Path:
@@ -439,6 +464,150 @@ class MemoryStore:
             chain.append(at)
         return chain
 
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        type: str | Sequence[str] | None = None,
+        scope: Scope | None = None,
+        tags: Iterable[str] = (),
+        since: datetime | None = None,
+        until: datetime | None = None,
+        include_private: bool = False,
+    ) -> list[MemoryHit]:
+        """Current records matching ``query`` (BM25F over text, tags and type), best first,
+        as compact hits; :meth:`get` returns them whole.
+
+        A time phrase in the query ("yesterday", "last week", "in March") is resolved
+        against the dates of this project's records (the newest is "today") and narrows the
+        search to that window, as ``since``/``until`` do. A query that is only a time phrase
+        lists that window's records, newest first. Filters: type(s), scope, tags (all must
+        be present), privacy (private records only with ``include_private``).
+        """
+        if limit < 1:
+            raise QueryError(f"limit must be at least 1, got {limit}")
+        resolved = resolve(query, self._anchor())
+        start = max(filter(None, (resolved.start, _aware(since))), default=None)
+        end = min(filter(None, (resolved.end, _aware(until))), default=None)
+        candidates = self._filtered_ids(type, scope, tuple(tags), start, end, include_private)
+        if not candidates:
+            return []
+        text = resolved.query.strip()
+        if not text:
+            newest = sorted(candidates.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
+            return self._hits([(i, 0.0) for i, _ in newest])
+        found = self._text_index().search(text, limit, set(candidates))
+        return self._hits(found)
+
+    def timeline(self, record_id: int, *, before: int = 5, after: int = 5) -> list[MemoryRecord]:
+        """The records of this project written around ``record_id``, in time order (current
+        ones, and the record itself whatever its state)."""
+        center = self._get_one(record_id)
+        conn = self._conn()
+        scope_sql = "(project = ? OR scope = 'user') AND privacy = 'public'"
+        live = "superseded_by IS NULL AND forgotten_at IS NULL"
+        at = center.created_at.timestamp()
+        earlier = conn.execute(
+            f"SELECT * FROM records WHERE {scope_sql} AND {live} AND id != ?"
+            " AND (created_at < ? OR (created_at = ? AND id < ?))"
+            " ORDER BY created_at DESC, id DESC LIMIT ?",
+            (self._project, center.id, at, at, center.id, before),
+        ).fetchall()
+        later = conn.execute(
+            f"SELECT * FROM records WHERE {scope_sql} AND {live} AND id != ?"
+            " AND (created_at > ? OR (created_at = ? AND id > ?))"
+            " ORDER BY created_at, id LIMIT ?",
+            (self._project, center.id, at, at, center.id, after),
+        ).fetchall()
+        return [*(_record(r) for r in reversed(earlier)), center, *(_record(r) for r in later)]
+
+    def _anchor(self) -> datetime:
+        """ "Today" for time phrases: the newest record of this project, else now."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT max(created_at) FROM records WHERE project = ? OR scope = 'user'",
+                (self._project,),
+            )
+            .fetchall()
+        )
+        newest = rows[0][0] if rows else None
+        return _when(newest) or datetime.now(timezone.utc)
+
+    def _filtered_ids(
+        self,
+        type: str | Sequence[str] | None,
+        scope: Scope | None,
+        tags: tuple[str, ...],
+        start: datetime | None,
+        end: datetime | None,
+        include_private: bool,
+    ) -> dict[int, float]:
+        """Ids (with creation times) of the current records the filters keep."""
+        sql = [
+            "SELECT id, created_at, tags FROM records WHERE (project = ? OR scope = 'user')",
+            "AND superseded_by IS NULL AND forgotten_at IS NULL",
+        ]
+        params: list[object] = [self._project]
+        if not include_private:
+            sql.append("AND privacy = 'public'")
+        if scope is not None:
+            sql.append("AND scope = ?")
+            params.append(scope)
+        if type is not None:
+            kinds = [type] if isinstance(type, str) else list(type)
+            sql.append(f"AND type IN ({','.join('?' * len(kinds))})")
+            params.extend(kinds)
+        if start is not None:
+            sql.append("AND created_at >= ?")
+            params.append(start.timestamp())
+        if end is not None:
+            sql.append("AND created_at < ?")
+            params.append(end.timestamp())
+        wanted = set(tags)
+        return {
+            row["id"]: row["created_at"]
+            for row in self._conn().execute(" ".join(sql), params).fetchall()
+            if wanted <= set(json.loads(row["tags"]))
+        }
+
+    def _text_index(self) -> TextIndex:
+        """The search index of this project's current records, rebuilt when any process
+        wrote since it was built."""
+        conn = self._conn()
+        rows = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchall()
+        generation = rows[0][0] if rows else "0"
+        with self._lock:
+            if self._index is not None and self._index[0] == generation:
+                return self._index[1]
+        index = TextIndex()
+        for row in conn.execute(
+            "SELECT id, type, text, tags FROM records WHERE (project = ? OR scope = 'user')"
+            " AND superseded_by IS NULL AND forgotten_at IS NULL",
+            (self._project,),
+        ).fetchall():
+            index.insert(row["id"], row["text"], " ".join(json.loads(row["tags"])), row["type"])
+        with self._lock:
+            self._index = (generation, index)
+        return index
+
+    def _hits(self, found: Sequence[tuple[int, float]]) -> list[MemoryHit]:
+        records = {r.id: r for r in self.get(i for i, _ in found)}
+        return [
+            MemoryHit(
+                id=i,
+                type=records[i].type,
+                scope=records[i].scope,
+                snippet=_snippet(records[i].text),
+                tags=records[i].tags,
+                created_at=records[i].created_at,
+                score=round(score, 4),
+            )
+            for i, score in found
+            if i in records
+        ]
+
     # -- moving ------------------------------------------------------------------------
 
     def export(self, out: IO[str]) -> int:
@@ -668,6 +837,11 @@ class MemoryStore:
             raise StoreError(f"the memory database is busy or broken: {exc}") from exc
         try:
             yield conn
+            # Readers rebuild their search index when this moves (any process's write).
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key)"
+                " DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -684,6 +858,11 @@ def _check_type(kind: str) -> str:
     return kind
 
 
+def _aware(at: datetime | None) -> datetime | None:
+    """Naive datetimes are UTC, as in the database."""
+    return at.replace(tzinfo=timezone.utc) if at is not None and at.tzinfo is None else at
+
+
 def _timestamp(at: datetime | None) -> float:
     if at is None:
         return time.time()
@@ -696,6 +875,11 @@ def _rowid(cursor: sqlite3.Cursor) -> int:
     rowid = cursor.lastrowid
     assert rowid is not None  # an INSERT always sets it
     return rowid
+
+
+def _snippet(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
 
 
 def _words(text: str) -> frozenset[str]:

@@ -23,6 +23,7 @@ __all__ = [
     "ModelError",
     "NativeIndex",
     "StoreError",
+    "TextIndex",
     "__version__",
     "detect_language",
     "distill",
@@ -228,6 +229,23 @@ class CallGraph:
         """The shortest call chain between two nodes; ambiguous edges only if nothing else."""
     def outline(self, path: str) -> list[GraphNodeDict]:
         """The definitions of one file, in source order."""
+
+@final
+class TextIndex:
+    """The core's BM25F index over short texts keyed by integers (memory records), held in
+    memory. ``body`` is the text, ``name`` its labels (weighted like a definition's name),
+    ``kind`` its type. Thread-safe."""
+
+    def __new__(cls) -> Self: ...
+    def insert(self, key: int, body: str, name: str = "", kind: str = "") -> None:
+        """Add (or replace) the text under ``key``."""
+    def remove(self, key: int) -> bool: ...
+    def __len__(self) -> int: ...
+    def search(
+        self, query: str, limit: int, allowed: set[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """The best ``limit`` keys as ``(key, score)``, score descending; with ``allowed``,
+        only those keys compete (statistics stay those of the whole index)."""
 
 @final
 class NativeIndex:

@@ -21,6 +21,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 mod embed;
 mod graph;
+mod text;
 
 create_exception!(
     coderecall,
@@ -532,6 +533,8 @@ mod _native {
     use super::embed::{Embedder, distill};
     #[pymodule_export]
     use super::graph::CallGraph;
+    #[pymodule_export]
+    use super::text::TextIndex;
     #[pymodule_export]
     use super::{NativeIndex, detect_language, extract_symbols, languages};
 

@@ -1,0 +1,81 @@
+//! `TextIndex`: the core's BM25F index over arbitrary short texts (memory records), in memory.
+
+use std::collections::HashSet;
+use std::sync::RwLock;
+
+use coderecall_core::bm25::{Bm25Index, Bm25Params, DocFields, analyze_doc};
+use pyo3::prelude::*;
+
+/// A BM25F index of texts keyed by integers: `body` is the text, `name` its labels (tags,
+/// weighted like a definition's name), `kind` its type. Thread-safe; searches run in
+/// parallel with each other, inserts take turns.
+#[pyclass(frozen, module = "coderecall._native")]
+pub(crate) struct TextIndex {
+    inner: RwLock<Bm25Index>,
+}
+
+impl TextIndex {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Bm25Index> {
+        self.inner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Bm25Index> {
+        self.inner
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[pymethods]
+impl TextIndex {
+    #[new]
+    fn new() -> Self {
+        TextIndex {
+            inner: RwLock::new(Bm25Index::new(Bm25Params::default())),
+        }
+    }
+
+    /// Adds (or replaces) the text under `key`.
+    #[pyo3(signature = (key, body, name = "", kind = ""))]
+    fn insert(&self, key: u64, body: &str, name: &str, kind: &str) {
+        let doc = analyze_doc(&DocFields {
+            name,
+            symbol_path: kind,
+            path: "",
+            body,
+        });
+        let mut index = self.write();
+        index.remove(key);
+        index.insert(key, doc);
+    }
+
+    /// Removes `key`; false if it was not there.
+    fn remove(&self, key: u64) -> bool {
+        self.write().remove(key)
+    }
+
+    fn __len__(&self) -> usize {
+        self.read().len()
+    }
+
+    /// The best `limit` keys for `query` as `(key, score)`, score descending; with
+    /// `allowed`, only those keys compete (the statistics stay those of the whole index).
+    #[pyo3(signature = (query, limit, allowed = None))]
+    fn search(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        limit: usize,
+        allowed: Option<HashSet<u64>>,
+    ) -> Vec<(u64, f32)> {
+        py.detach(|| {
+            let index = self.read();
+            match &allowed {
+                Some(keys) => index.search(query, limit, Some(&|k| keys.contains(&k))),
+                None => index.search(query, limit, None),
+            }
+        })
+    }
+}
