@@ -423,21 +423,11 @@ class MemoryStore:
     ) -> list[MemoryRecord]:
         """Records of this project (and user-scope ones), oldest first: current ones unless
         ``include_history``; private ones only with ``include_private``."""
-        sql = ["SELECT * FROM records WHERE (project = ? OR scope = 'user')"]
-        params: list[object] = [self._project]
-        if not include_history:
-            sql.append("AND superseded_by IS NULL AND forgotten_at IS NULL")
-        if not include_private:
-            sql.append("AND privacy = 'public'")
-        if scope is not None:
-            sql.append("AND scope = ?")
-            params.append(scope)
-        if type is not None:
-            kinds = [type] if isinstance(type, str) else list(type)
-            sql.append(f"AND type IN ({','.join('?' * len(kinds))})")
-            params.extend(kinds)
-        sql.append("ORDER BY created_at, id")
-        return [_record(row) for row in self._conn().execute(" ".join(sql), params)]
+        where, params = self._where(type, scope, include_private, include_history)
+        rows = self._conn().execute(
+            f"SELECT * FROM records WHERE {where} ORDER BY created_at, id", params
+        )
+        return [_record(row) for row in rows]
 
     def history(self, record_id: int) -> list[MemoryRecord]:
         """The chain of versions ``record_id`` belongs to, oldest first."""
@@ -545,20 +535,8 @@ class MemoryStore:
         include_private: bool,
     ) -> dict[int, float]:
         """Ids (with creation times) of the current records the filters keep."""
-        sql = [
-            "SELECT id, created_at, tags FROM records WHERE (project = ? OR scope = 'user')",
-            "AND superseded_by IS NULL AND forgotten_at IS NULL",
-        ]
-        params: list[object] = [self._project]
-        if not include_private:
-            sql.append("AND privacy = 'public'")
-        if scope is not None:
-            sql.append("AND scope = ?")
-            params.append(scope)
-        if type is not None:
-            kinds = [type] if isinstance(type, str) else list(type)
-            sql.append(f"AND type IN ({','.join('?' * len(kinds))})")
-            params.extend(kinds)
+        where, params = self._where(type, scope, include_private, include_history=False)
+        sql = [f"SELECT id, created_at, tags FROM records WHERE {where}"]
         if start is not None:
             sql.append("AND created_at >= ?")
             params.append(start.timestamp())
@@ -571,6 +549,29 @@ class MemoryStore:
             for row in self._conn().execute(" ".join(sql), params).fetchall()
             if wanted <= set(json.loads(row["tags"]))
         }
+
+    def _where(
+        self,
+        type: str | Sequence[str] | None,
+        scope: Scope | None,
+        include_private: bool,
+        include_history: bool,
+    ) -> tuple[str, list[object]]:
+        """The WHERE clause (and its parameters) of this project's records under filters."""
+        sql = ["(project = ? OR scope = 'user')"]
+        params: list[object] = [self._project]
+        if not include_history:
+            sql.append("AND superseded_by IS NULL AND forgotten_at IS NULL")
+        if not include_private:
+            sql.append("AND privacy = 'public'")
+        if scope is not None:
+            sql.append("AND scope = ?")
+            params.append(scope)
+        if type is not None:
+            kinds = [type] if isinstance(type, str) else list(type)
+            sql.append(f"AND type IN ({','.join('?' * len(kinds))})")
+            params.extend(kinds)
+        return " ".join(sql), params
 
     def _text_index(self) -> TextIndex:
         """The search index of this project's current records, rebuilt when any process
