@@ -175,6 +175,8 @@ pub struct Graph {
     /// Edges leaving each node, and edges that reach it (ambiguous ones included).
     out: Vec<Vec<u32>>,
     into: Vec<Vec<u32>>,
+    /// Called name -> calls that resolved to nothing (external or unknown).
+    unresolved: HashMap<String, usize>,
     /// How long [`Graph::build`] took.
     pub build_time: std::time::Duration,
 }
@@ -301,12 +303,16 @@ impl Graph {
         };
         let mut out = vec![Vec::new(); nodes.len()];
         let mut into = vec![Vec::new(); nodes.len()];
+        let mut unresolved: HashMap<String, usize> = HashMap::new();
         for (id, e) in (0_u32..).zip(&edges) {
             out[e.from as usize].push(id);
             match &e.target {
                 Target::Node(t) => into[*t as usize].push(id),
                 Target::Ambiguous(c) => c.iter().for_each(|t| into[*t as usize].push(id)),
-                Target::External(_) | Target::Unknown => {}
+                Target::External(_) | Target::Unknown => {
+                    let name = e.callee.rsplit(['.', ':', '>']).next().unwrap_or_default();
+                    *unresolved.entry(name.to_owned()).or_default() += 1;
+                }
             }
         }
         Graph {
@@ -316,6 +322,7 @@ impl Graph {
             by_name,
             out,
             into,
+            unresolved,
             build_time: started.elapsed(),
         }
     }
@@ -472,13 +479,7 @@ impl Graph {
     #[must_use]
     pub fn unresolved_named(&self, node: u32) -> usize {
         let name = &self.nodes[node as usize].name;
-        self.edges
-            .iter()
-            .filter(|e| {
-                matches!(e.target, Target::Unknown | Target::External(_))
-                    && e.callee.rsplit(['.', ':', '>']).next() == Some(name.as_str())
-            })
-            .count()
+        self.unresolved.get(name).copied().unwrap_or(0)
     }
 
     /// Edges around `node` up to `depth` calls away, breadth first: callers (edges into it,
