@@ -45,15 +45,15 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from ._errors import QueryError, StoreError
+from ._errors import QueryError
 from ._identity import project_identity
+from ._memdb import MemoryDatabase, memory_path
 from ._native import TextIndex
 from ._privacy import Level, classify, filter_text
 from ._timephrase import resolve
@@ -92,43 +92,11 @@ Action = Literal["added", "updated", "refused"]
 
 _TYPE_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
 _WORD = re.compile(r"\w+")
-_BUSY_MS = 60_000
 _DEDUP_WINDOW = 500
 """Most recently updated records of a kind a new one is compared with. Until records get a
 neighbour index of their own, this bounds the cost of a write."""
 _CONDENSED_CHARS = 400
 """Characters kept of each session summary condensed into a learned pattern."""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS records (
-    id            INTEGER PRIMARY KEY,
-    project       TEXT    NOT NULL,
-    scope         TEXT    NOT NULL CHECK (scope IN ('user', 'project')),
-    type          TEXT    NOT NULL,
-    text          TEXT    NOT NULL,
-    tags          TEXT    NOT NULL DEFAULT '[]',
-    privacy       TEXT    NOT NULL CHECK (privacy IN ('public', 'private')),
-    session       TEXT,
-    events        TEXT    NOT NULL DEFAULT '[]',
-    created_at    REAL    NOT NULL,
-    updated_at    REAL    NOT NULL,
-    superseded_by INTEGER REFERENCES records(id),
-    forgotten_at  REAL,
-    forget_reason TEXT
-);
-CREATE INDEX IF NOT EXISTS records_current
-    ON records(project, scope, type) WHERE superseded_by IS NULL AND forgotten_at IS NULL;
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-"""
-_SCHEMA_VERSION = 1
-
-
-def memory_path() -> Path:
-    """The user's memory database (it may not exist yet)."""
-    if explicit := os.environ.get("CODERECALL_MEMORY"):
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(base) / "coderecall" / "memory.db"
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,28 +195,22 @@ class MemoryStore:
             self._project = project_identity(Path(project)).key
         else:
             self._project = str(project) if project is not None else ""
-        self._path = Path(path).expanduser() if path is not None else memory_path()
+        self._db = MemoryDatabase(path)
         self._thresholds = (dedup_general, dedup_structural)
         self._max_summaries = max_session_summaries
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._index: tuple[str, TextIndex] | None = None
 
     @property
     def path(self) -> Path:
-        return self._path
+        return self._db.path
 
     @property
     def project(self) -> str:
         return self._project
 
     def close(self) -> None:
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for conn in connections:
-            conn.close()
-        self._local = threading.local()
+        self._db.close()
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -577,8 +539,7 @@ class MemoryStore:
         """The search index of this project's current records, rebuilt when any process
         wrote since it was built."""
         conn = self._conn()
-        rows = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchall()
-        generation = rows[0][0] if rows else "0"
+        generation = self._db.generation()
         with self._lock:
             if self._index is not None and self._index[0] == generation:
                 return self._index[1]
@@ -785,68 +746,10 @@ class MemoryStore:
         return found[0]
 
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._connect()
-            self._local.conn = conn
-            with self._lock:
-                self._connections.append(conn)
-        return conn
+        return self._db.conn()
 
-    def _connect(self) -> sqlite3.Connection:
-        try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self._path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
-            )
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA secure_delete = ON")  # a forgotten text is overwritten
-            # fetchall: a statement left mid-way keeps a read transaction open, and a
-            # connection that holds one cannot take the write lock later (SQLITE_BUSY at once).
-            version = conn.execute("PRAGMA user_version").fetchall()[0][0]
-            if version < _SCHEMA_VERSION:
-                # Statement by statement: executescript() would commit the transaction that
-                # keeps two first openers from both creating the schema.
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            elif version > _SCHEMA_VERSION:
-                raise StoreError(f"{self._path} was written by a newer coderecall")
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the memory database {self._path}: {exc}") from exc
-        return conn
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken up front (``BEGIN IMMEDIATE``) so concurrent writers
-        queue on SQLite's lock instead of failing half-way."""
-        conn = self._conn()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise StoreError(f"the memory database is busy or broken: {exc}") from exc
-        try:
-            yield conn
-            # Readers rebuild their search index when this moves (any process's write).
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key)"
-                " DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-            )
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._db.write()
 
 
 def _check_type(kind: str) -> str:
