@@ -123,9 +123,10 @@ class MemoryDatabase:
         return str(rows[0][0]) if rows else "0"
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self, *, bump: bool = True) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken up front (``BEGIN IMMEDIATE``) so concurrent writers
-        queue on SQLite's lock instead of failing half-way."""
+        queue on SQLite's lock instead of failing half-way. ``bump=False`` for writes that
+        change nothing a cache built from the database shows (vectors of unchanged text)."""
         conn = self.conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -133,10 +134,11 @@ class MemoryDatabase:
             raise StoreError(f"the memory database is busy or broken: {exc}") from exc
         try:
             yield conn
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key)"
-                " DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-            )
+            if bump:
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key)"
+                    " DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+                )
         except BaseException:
             conn.execute("ROLLBACK")
             raise
