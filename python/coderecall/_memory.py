@@ -1,7 +1,7 @@
 """``MemoryStore``: what agents learned, kept across sessions in one SQLite database.
 
-This module is the store, its write path and lexical search (issue 7, first part); vectors,
-sessions, the context block, hooks and tools build on it.
+This module is the store, its write path and its search; sessions
+(:mod:`coderecall._sessions`), the context block, hooks and tools build on it.
 
 **Where.** One database for every project of a user: ``$CODERECALL_MEMORY`` if set, else
 ``$XDG_DATA_HOME/coderecall/memory.db`` (``~/.local/share/coderecall/memory.db``). WAL mode
@@ -20,14 +20,20 @@ tags, a privacy level, the session and event ids they came from, timestamps, and
    default reads;
 2. *dedup*: a record of the same project, scope and type that says nearly the same thing is
    updated in place (tags merged, sources appended) instead of duplicated (session summaries
-   excepted: each records its own session). Similarity is the
-   word-set overlap (Jaccard) of the two texts, against the 500 most recently updated
-   records of that kind; structural types (project brief, architecture, tech and product
-   context) describe one evolving thing, so their threshold is looser (``dedup_structural``,
-   0.5) than other types' (``dedup_general``, 0.8);
+   excepted: each records its own session). Similarity is the cosine of the two texts'
+   vectors when the store has an embedding model (else the overlap of their word sets),
+   against the 500 most recently updated records of that kind; structural types (project
+   brief, architecture, tech and product context) describe one evolving thing, so their
+   threshold is looser than other types' (:data:`DEDUP_DEFAULTS`);
 3. *aging*: a singleton type (``progress``) keeps only its newest record current (older ones
    are superseded by it); session summaries beyond ``max_session_summaries`` are condensed,
    oldest first, into one ``learned-pattern`` record that supersedes them.
+
+**Search** is hybrid when the store has an embedding model (``embedder``): BM25F over text,
+tags and type, and the cosine of vectors, fused by reciprocal rank. Vectors are stored in the
+database under the model's name, so two models never mix; records written without one get
+theirs at the next search. Private records get no vector: they stay out of the semantic
+channel and never reach an embedding provider.
 
 :meth:`MemoryStore.supersede` replaces a record explicitly (the old one stays readable in
 its history); :meth:`MemoryStore.forget` erases a record's text and keeps a tombstone with the
@@ -51,10 +57,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Literal
 
+import numpy as np
+import numpy.typing as npt
+
+from ._embedding import local_model_id
 from ._errors import QueryError
 from ._identity import project_identity
 from ._memdb import MemoryDatabase, memory_path
-from ._native import TextIndex
+from ._models import describe
+from ._native import Embedder, TextIndex
 from ._privacy import Level, classify, filter_text
 from ._timephrase import resolve
 
@@ -93,8 +104,21 @@ Action = Literal["added", "updated", "refused"]
 _TYPE_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
 _WORD = re.compile(r"\w+")
 _DEDUP_WINDOW = 500
-"""Most recently updated records of a kind a new one is compared with. Until records get a
-neighbour index of their own, this bounds the cost of a write."""
+"""Most recently updated records of a kind a new one is compared with: this bounds the cost
+of a write."""
+DEDUP_DEFAULTS = {"cosine": (0.9, 0.75), "words": (0.8, 0.5)}
+"""(general, structural) dedup thresholds per similarity measure: the cosine of the two
+records' vectors when the store has an embedding model, else the Jaccard overlap of their
+word sets. Measured with all-MiniLM-L6-v2: a paraphrased rule ("Run make test before
+committing" / "Always run make test before you commit") scores 0.92, a restated structural
+fact ("The build uses maturin and pyo3" / "Build: maturin with pyo3 bindings") 0.78, two
+different facts of one kind ("The API server lives in server/app.py" / "The CLI entry point
+is cli/main.py") 0.46. A threshold given to :class:`MemoryStore` applies to both measures."""
+_OVERFETCH = 3
+_MIN_DEPTH = 50
+"""Candidates each channel brings to fusion: ``max(limit * 3, 50)``."""
+_RRF_K = 60
+_EMBED_BATCH = 64
 _CONDENSED_CHARS = 400
 """Characters kept of each session summary condensed into a learned pattern."""
 
@@ -161,11 +185,14 @@ class MemoryHit:
     tags: tuple[str, ...]
     created_at: datetime
     score: float
-    """BM25F relevance (0 for a listing by time); comparable within one result list."""
+    """Relevance, comparable within one result list: BM25F, or the fused reciprocal rank
+    when vectors answered too (0 for a listing by time)."""
+    channels: tuple[str, ...] = ()
+    """Which channels found it: ``lexical``, ``semantic``."""
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data["tags"] = list(self.tags)
+        data["tags"], data["channels"] = list(self.tags), list(self.channels)
         data["created_at"] = self.created_at.isoformat()
         return data
 
@@ -183,11 +210,13 @@ class MemoryStore:
         project: str | os.PathLike[str] | None = None,
         *,
         path: str | os.PathLike[str] | None = None,
-        dedup_general: float = 0.8,
-        dedup_structural: float = 0.5,
+        embedder: Embedder | None = None,
+        model_id: str | None = None,
+        dedup_general: float | None = None,
+        dedup_structural: float | None = None,
         max_session_summaries: int = 20,
     ) -> None:
-        if not 0 < dedup_general <= 1 or not 0 < dedup_structural <= 1:
+        if any(t is not None and not 0 < t <= 1 for t in (dedup_general, dedup_structural)):
             raise QueryError("dedup thresholds must be in (0, 1]")
         if max_session_summaries < 1:
             raise QueryError("max_session_summaries must be at least 1")
@@ -196,10 +225,16 @@ class MemoryStore:
         else:
             self._project = str(project) if project is not None else ""
         self._db = MemoryDatabase(path)
-        self._thresholds = (dedup_general, dedup_structural)
+        self._embedder = embedder
+        self._model = _model_key(embedder, model_id) if embedder is not None else None
+        self._thresholds = {
+            measure: (dedup_general or general, dedup_structural or structural)
+            for measure, (general, structural) in DEDUP_DEFAULTS.items()
+        }
         self._max_summaries = max_session_summaries
         self._lock = threading.Lock()
         self._index: tuple[str, TextIndex] | None = None
+        self._vectors: tuple[str, npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
 
     @property
     def path(self) -> Path:
@@ -208,6 +243,11 @@ class MemoryStore:
     @property
     def project(self) -> str:
         return self._project
+
+    @property
+    def model(self) -> str | None:
+        """Name of the embedding model whose vectors this store reads and writes."""
+        return self._model
 
     def close(self) -> None:
         self._db.close()
@@ -254,16 +294,16 @@ class MemoryStore:
         # comparison runs before the write lock is taken (on a snapshot), and again under it
         # only against what changed since, so writers queue for a moment, not a scan.
         dedup = kind != "session-summary"
-        words = _words(clean)
+        probe = _Probe(_words(clean), self._embed(clean, filtered.level))
         seen = (
-            self._near_duplicate(self._conn(), project, scope, kind, words, since=None)
+            self._near_duplicate(self._conn(), project, scope, kind, probe, since=None)
             if dedup
             else (None, 0.0)
         )
         with self._write() as conn:
             similar = seen[0]
             if dedup:
-                newer = self._near_duplicate(conn, project, scope, kind, words, since=seen[1])
+                newer = self._near_duplicate(conn, project, scope, kind, probe, since=seen[1])
                 if newer[0] is not None:
                     similar = newer[0]
                 if similar is not None and not self._get_current(conn, similar.id):
@@ -305,6 +345,7 @@ class MemoryStore:
                 )
                 record = _read_one(conn, _rowid(cursor))
                 action = "added"
+            self._store_vector(conn, record, probe.vector)
             superseded = self._age(conn, record)
         return WriteResult(
             action,
@@ -323,6 +364,8 @@ class MemoryStore:
         filtered = filter_text(new_text, tags=old.tags if tags is None else tags)
         if filtered.blocked or not filtered.text.strip():
             raise QueryError("the new text is blocked or empty after the privacy filter")
+        level = "private" if old.privacy == "private" else filtered.level
+        vector = self._embed(filtered.text.strip(), level)
         now = _timestamp(None)
         with self._write() as conn:
             cursor = conn.execute(
@@ -334,7 +377,7 @@ class MemoryStore:
                     old.type,
                     filtered.text.strip(),
                     json.dumps(list(old.tags if tags is None else tags)),
-                    "private" if old.privacy == "private" else filtered.level,
+                    level,
                     old.session,
                     now,
                     now,
@@ -342,7 +385,9 @@ class MemoryStore:
             )
             new_id = _rowid(cursor)
             conn.execute("UPDATE records SET superseded_by = ? WHERE id = ?", (new_id, old.id))
-            return _read_one(conn, new_id)
+            record = _read_one(conn, new_id)
+            self._store_vector(conn, record, vector)
+            return record
 
     def forget(self, record_id: int, reason: str) -> MemoryRecord:
         """Erase a record's text and tags for good; a tombstone keeps when and why."""
@@ -355,6 +400,7 @@ class MemoryStore:
                 " forget_reason = ? WHERE id = ?",
                 (_timestamp(None), reason.strip(), record.id),
             )
+            conn.execute("DELETE FROM vectors WHERE record_id = ?", (record.id,))
             forgotten = _read_one(conn, record.id)
         # The old page images live on in the write-ahead log until a checkpoint; readers of
         # other processes may hold it, so this is best effort (the next checkpoint finishes).
@@ -448,9 +494,14 @@ class MemoryStore:
         text = resolved.query.strip()
         if not text:
             newest = sorted(candidates.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
-            return self._hits([(i, 0.0) for i, _ in newest])
-        found = self._text_index().search(text, limit, set(candidates))
-        return self._hits(found)
+            return self._hits([(i, 0.0, ()) for i, _ in newest])
+        allowed = set(candidates)
+        depth = max(limit * _OVERFETCH, _MIN_DEPTH)
+        lexical = self._text_index().search(text, depth, allowed)
+        semantic = self._nearest(text, depth, allowed)
+        if semantic is None:
+            return self._hits([(i, s, ("lexical",)) for i, s in lexical[:limit]])
+        return self._hits(_fuse(lexical, semantic)[:limit])
 
     def timeline(self, record_id: int, *, before: int = 5, after: int = 5) -> list[MemoryRecord]:
         """The records of this project written around ``record_id``, in time order (current
@@ -554,8 +605,8 @@ class MemoryStore:
             self._index = (generation, index)
         return index
 
-    def _hits(self, found: Sequence[tuple[int, float]]) -> list[MemoryHit]:
-        records = {r.id: r for r in self.get(i for i, _ in found)}
+    def _hits(self, found: Sequence[tuple[int, float, tuple[str, ...]]]) -> list[MemoryHit]:
+        records = {r.id: r for r in self.get(i for i, _, _ in found)}
         return [
             MemoryHit(
                 id=i,
@@ -565,8 +616,9 @@ class MemoryStore:
                 tags=records[i].tags,
                 created_at=records[i].created_at,
                 score=round(score, 4),
+                channels=channels,
             )
-            for i, score in found
+            for i, score, channels in found
             if i in records
         ]
 
@@ -648,27 +700,130 @@ class MemoryStore:
         project: str,
         scope: str,
         kind: str,
-        words: frozenset[str],
+        probe: _Probe,
         since: float | None,
     ) -> tuple[MemoryRecord | None, float]:
         """The most similar current record above the type's threshold (among those updated
-        after ``since`` when given), and the newest update time looked at."""
-        threshold = self._thresholds[1] if kind in STRUCTURAL_TYPES else self._thresholds[0]
+        after ``since`` when given), and the newest update time looked at. Similarity is the
+        cosine of the two vectors when both have one, else the overlap of their words."""
+        structural = kind in STRUCTURAL_TYPES
         best: tuple[float, MemoryRecord] | None = None
         newest = since or 0.0
         rows = conn.execute(
-            "SELECT * FROM records WHERE project = ? AND scope = ? AND type = ?"
-            " AND superseded_by IS NULL AND forgotten_at IS NULL AND updated_at > ?"
-            " ORDER BY updated_at DESC LIMIT ?",
-            (project, scope, kind, since if since is not None else -1.0, _DEDUP_WINDOW),
+            "SELECT r.*, v.vector FROM records r LEFT JOIN vectors v"
+            " ON v.record_id = r.id AND v.model = ?"
+            " WHERE r.project = ? AND r.scope = ? AND r.type = ?"
+            " AND r.superseded_by IS NULL AND r.forgotten_at IS NULL AND r.updated_at > ?"
+            " ORDER BY r.updated_at DESC LIMIT ?",
+            (
+                self._model,
+                project,
+                scope,
+                kind,
+                since if since is not None else -1.0,
+                _DEDUP_WINDOW,
+            ),
         ).fetchall()
         for row in rows:
             other = _record(row)
             newest = max(newest, row["updated_at"])
-            score = _jaccard(words, _words(other.text))
+            if probe.vector is not None and row["vector"] is not None:
+                measure = "cosine"
+                score = float(np.frombuffer(row["vector"], dtype=np.float32) @ probe.vector)
+            else:
+                measure = "words"
+                score = _jaccard(probe.words, _words(other.text))
+            threshold = self._thresholds[measure][1 if structural else 0]
             if score >= threshold and (best is None or score > best[0]):
                 best = (score, other)
         return (best[1] if best is not None else None), newest
+
+    # -- vectors -----------------------------------------------------------------------
+
+    def _embed(self, text: str, level: str) -> npt.NDArray[np.float32] | None:
+        """The vector of a record's text. Private records get none: they stay out of the
+        semantic channel and never reach an embedding provider."""
+        if self._embedder is None or level != "public":
+            return None
+        vector: npt.NDArray[np.float32] = self._embedder.embed([text])[0]
+        return vector
+
+    def _store_vector(
+        self,
+        conn: sqlite3.Connection,
+        record: MemoryRecord,
+        vector: npt.NDArray[np.float32] | None,
+    ) -> None:
+        # Vectors of the record's old text (updated in place), of any model, are stale.
+        conn.execute("DELETE FROM vectors WHERE record_id = ?", (record.id,))
+        if vector is not None and record.privacy == "public" and self._model is not None:
+            conn.execute(
+                "INSERT INTO vectors (model, record_id, vector) VALUES (?, ?, ?)",
+                (self._model, record.id, vector.astype(np.float32).tobytes()),
+            )
+
+    def _nearest(self, text: str, limit: int, allowed: set[int]) -> list[tuple[int, float]] | None:
+        """The ``allowed`` records nearest ``text`` by cosine, or ``None`` without a model.
+
+        Exact search over this project's vectors: a project's memory is thousands of
+        records, where one matrix product beats an approximate index."""
+        if self._embedder is None or self._model is None:
+            return None
+        ids, matrix = self._vector_matrix(self._embedder, self._model)
+        if not len(ids):
+            return []
+        query: npt.NDArray[np.float32] = self._embedder.embed([text])[0]
+        keep = np.fromiter((i in allowed for i in ids.tolist()), dtype=bool, count=len(ids))
+        ids, scores = ids[keep], matrix[keep] @ query
+        top = np.argsort(-scores, kind="stable")[:limit]
+        return [(int(ids[k]), float(scores[k])) for k in top]
+
+    def _vector_matrix(
+        self, embedder: Embedder, model: str
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """This project's current public records and their vectors, rebuilt when any process
+        wrote. Records without a vector of this model (written by a process without one,
+        imported, condensed) get one here."""
+        generation = self._db.generation()
+        with self._lock:
+            if self._vectors is not None and self._vectors[0] == generation:
+                return self._vectors[1], self._vectors[2]
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT r.id, r.text, v.vector FROM records r LEFT JOIN vectors v"
+                " ON v.record_id = r.id AND v.model = ?"
+                " WHERE (r.project = ? OR r.scope = 'user') AND r.privacy = 'public'"
+                " AND r.superseded_by IS NULL AND r.forgotten_at IS NULL ORDER BY r.id",
+                (model, self._project),
+            )
+            .fetchall()
+        )
+        missing = [row for row in rows if row["vector"] is None]
+        fresh: dict[int, npt.NDArray[np.float32]] = {}
+        for start in range(0, len(missing), _EMBED_BATCH):
+            batch = missing[start : start + _EMBED_BATCH]
+            vectors = embedder.embed([row["text"] for row in batch])
+            fresh.update((row["id"], vectors[k]) for k, row in enumerate(batch))
+        if missing:
+            with self._db.write(bump=False) as conn:
+                # Only where the text is unchanged: a concurrent update wrote its own vector.
+                conn.executemany(
+                    "INSERT OR IGNORE INTO vectors (model, record_id, vector)"
+                    " SELECT ?, id, ? FROM records WHERE id = ? AND text = ?",
+                    [
+                        (model, fresh[row["id"]].tobytes(), row["id"], row["text"])
+                        for row in missing
+                    ],
+                )
+        matrix = np.empty((len(rows), embedder.dims), dtype=np.float32)
+        for k, row in enumerate(rows):
+            stored = row["vector"]
+            matrix[k] = fresh[row["id"]] if stored is None else np.frombuffer(stored, np.float32)
+        ids = np.fromiter((row["id"] for row in rows), dtype=np.int64, count=len(rows))
+        with self._lock:
+            self._vectors = (generation, ids, matrix)
+        return ids, matrix
 
     @staticmethod
     def _get_current(conn: sqlite3.Connection, record_id: int) -> bool:
@@ -750,6 +905,37 @@ class MemoryStore:
 
     def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._db.write()
+
+
+@dataclass(frozen=True, slots=True)
+class _Probe:
+    """What a new record is compared with its near neighbours by."""
+
+    words: frozenset[str]
+    vector: npt.NDArray[np.float32] | None
+
+
+def _model_key(embedder: Embedder, model_id: str | None) -> str:
+    """The name under which a model's vectors are stored: two models never share one."""
+    if model_id:
+        return model_id
+    if embedder.path is None:
+        raise QueryError("an embedding engine implemented in Python needs a model_id")
+    return local_model_id(describe(embedder.path), embedder.dims)
+
+
+def _fuse(
+    lexical: Sequence[tuple[int, float]], semantic: Sequence[tuple[int, float]]
+) -> list[tuple[int, float, tuple[str, ...]]]:
+    """Reciprocal rank fusion (k = 60) of the two channels, as code search fuses them."""
+    scores: dict[int, float] = {}
+    channels: dict[int, tuple[str, ...]] = {}
+    for name, ranked in (("lexical", lexical), ("semantic", semantic)):
+        for rank, (key, _) in enumerate(ranked):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (_RRF_K + rank + 1)
+            channels[key] = (*channels.get(key, ()), name)
+    order = sorted(scores, key=lambda key: (-scores[key], key))
+    return [(key, scores[key], channels[key]) for key in order]
 
 
 def _check_type(kind: str) -> str:

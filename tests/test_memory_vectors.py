@@ -1,0 +1,178 @@
+"""MemoryStore's semantic channel: vectors on write, hybrid search, dedup by cosine, privacy
+towards the embedding engine, vectors filled in for records written without one, and two
+models never mixing. On the real all-MiniLM-L6-v2 model."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from coderecall import Embedder
+from coderecall._errors import QueryError
+from coderecall._memory import MemoryStore
+
+PROJECT = "github.com/acme/shop"
+
+
+class Recording:
+    """An embedding engine in Python that remembers every text it was sent, as a provider
+    would receive them; vectors come from the real model."""
+
+    def __init__(self, model: Embedder) -> None:
+        self.model = model
+        self.sent: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.sent.extend(texts)
+        return self.model.embed(list(texts))
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        self.sent.append(text)
+        vector: npt.NDArray[np.float32] = self.model.embed([text])[0]
+        return vector
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def store(db: Path, transformer: Embedder) -> Iterator[MemoryStore]:
+    with MemoryStore(PROJECT, path=db, embedder=transformer) as memory:
+        yield memory
+
+
+def _vectors(db: Path) -> dict[int, str]:
+    with sqlite3.connect(db) as conn:
+        return dict(conn.execute("SELECT record_id, model FROM vectors").fetchall())
+
+
+def test_hybrid_search_finds_a_paraphrase_sharing_no_word(store: MemoryStore) -> None:
+    store.add("Deploys go out from the release branch every Tuesday.", "decision")
+    wanted = store.add("Customer passwords are hashed with argon2id.", "decision").record
+    store.add("The storefront caches product pages for five minutes.", "architecture")
+    assert wanted is not None
+    hits = store.search("how do we store user credentials securely", limit=3)
+    assert hits[0].id == wanted.id
+    assert hits[0].channels == ("semantic",)
+    both = store.search("argon2id password hashing", limit=3)
+    assert both[0].id == wanted.id
+    assert both[0].channels == ("lexical", "semantic")
+
+
+def test_without_a_model_the_paraphrase_is_not_found(db: Path) -> None:
+    with MemoryStore(PROJECT, path=db) as lexical:
+        lexical.add("Customer passwords are hashed with argon2id.", "decision")
+        assert lexical.search("how do we store user credentials securely") == []
+
+
+def test_a_paraphrase_is_deduplicated_by_its_vector(store: MemoryStore, db: Path) -> None:
+    first = store.add("Run make test before committing.", "preference")
+    again = store.add("Always run make test before you commit.", "preference")
+    assert (first.action, again.action) == ("added", "updated")
+    assert first.record is not None
+    assert again.record is not None
+    assert again.record.id == first.record.id
+    assert again.record.text == "Always run make test before you commit."
+    different = store.add("The user prefers tabs to spaces.", "preference")
+    assert different.action == "added"
+    # Word overlap alone (4 of 8 words) keeps them apart.
+    with MemoryStore(PROJECT, path=db.with_name("words.db")) as lexical:
+        lexical.add("Run make test before committing.", "preference")
+        assert lexical.add("Always run make test before you commit.", "preference").action == (
+            "added"
+        )
+
+
+def test_vectors_follow_the_records(store: MemoryStore, db: Path) -> None:
+    kept = store.add("The API is served by uvicorn behind nginx.", "architecture").record
+    private = store.add("The staging host is db7.internal.", "tech-context", privacy="private")
+    forgotten = store.add("Orders older than a year are archived nightly.", "decision").record
+    assert kept is not None
+    assert private.record is not None
+    assert forgotten is not None
+    assert set(_vectors(db)) == {kept.id, forgotten.id}  # a private record gets none
+    assert _vectors(db)[kept.id] == store.model
+    store.forget(forgotten.id, "wrong")
+    newer = store.supersede(kept.id, "The API is served by gunicorn behind nginx.")
+    assert set(_vectors(db)) == {kept.id, newer.id}
+    with sqlite3.connect(db) as conn:
+        (blob,) = conn.execute(
+            "SELECT vector FROM vectors WHERE record_id = ?", (newer.id,)
+        ).fetchone()
+    stored = np.frombuffer(blob, dtype=np.float32)
+    expected = store._embedder.embed([newer.text])[0]  # type: ignore[union-attr]
+    assert float(stored @ expected) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_private_text_secrets_and_blocked_records_never_reach_the_engine(
+    db: Path, transformer: Embedder
+) -> None:
+    engine = Recording(transformer)
+    embedder = Embedder.delegate(engine, transformer.dims)
+    with MemoryStore(PROJECT, path=db, embedder=embedder, model_id="recording") as store:
+        store.add("Deploy with <private>the root password hunter2</private> the script.")
+        store.add("The key is sk-proj-Abcdefghijklmnopqrstuvwxyz0123456789ABCD for the bot.")
+        store.add("Staging lives on host db7.internal.", privacy="private")
+        store.add("Anything at all about launch codes.", tags=["blocked"])
+        store.search("launch codes staging deploy", include_private=True)
+    sent = "\n".join(engine.sent)
+    assert "Deploy with" in sent  # the engine was used
+    for secret in ("hunter2", "sk-proj-Abcdefghij", "db7.internal", "launch codes."):
+        assert secret not in sent
+
+
+def test_records_written_without_a_model_get_vectors_when_searched(
+    db: Path, transformer: Embedder
+) -> None:
+    with MemoryStore(PROJECT, path=db) as lexical:
+        target = lexical.add("Customer passwords are hashed with argon2id.", "decision").record
+        lexical.add("Deploys go out from the release branch every Tuesday.", "decision")
+    assert target is not None
+    assert _vectors(db) == {}
+    with MemoryStore(PROJECT, path=db, embedder=transformer) as semantic:
+        hits = semantic.search("how are user credentials stored", limit=1)
+        assert [h.id for h in hits] == [target.id]
+        assert len(_vectors(db)) == 2
+        generation = semantic._db.generation()
+        semantic.search("release schedule")
+        assert semantic._db.generation() == generation  # filling vectors is not a write
+
+
+def test_two_models_never_mix(db: Path, transformer: Embedder) -> None:
+    narrow = Embedder.delegate(_Truncated(transformer, 64), 64)
+    with MemoryStore(PROJECT, path=db, embedder=transformer) as wide:
+        wide.add("Customer passwords are hashed with argon2id.", "decision")
+    with MemoryStore(PROJECT, path=db, embedder=narrow, model_id="narrow-64") as small:
+        assert small.search("how are user credentials stored", limit=1)
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute("SELECT model, length(vector) FROM vectors ORDER BY model")
+            by_model = dict(rows.fetchall())
+        assert by_model == {"narrow-64": 64 * 4, wide.model: transformer.dims * 4}
+
+
+def test_a_python_engine_needs_a_model_id(db: Path, transformer: Embedder) -> None:
+    with pytest.raises(QueryError, match="model_id"):
+        MemoryStore(PROJECT, path=db, embedder=Embedder.delegate(Recording(transformer), 384))
+
+
+class _Truncated:
+    """Another model: the first ``dims`` components of the real one, normalised."""
+
+    def __init__(self, model: Embedder, dims: int) -> None:
+        self.model, self.dims = model, dims
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        cut = self.model.embed(list(texts))[:, : self.dims]
+        normalised: npt.NDArray[np.float32] = cut / np.linalg.norm(cut, axis=1, keepdims=True)
+        return normalised.astype(np.float32)
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
+        return vector
