@@ -64,6 +64,7 @@ from ._embedding import local_model_id
 from ._errors import QueryError
 from ._identity import project_identity
 from ._memdb import MemoryDatabase, memory_path
+from ._memory_context import MemoryBlock, build_block
 from ._models import describe
 from ._native import Embedder, TextIndex
 from ._privacy import Level, classify, filter_text
@@ -524,6 +525,13 @@ class MemoryStore:
             (self._project, center.id, at, at, center.id, after),
         ).fetchall()
         return [*(_record(r) for r in reversed(earlier)), center, *(_record(r) for r in later)]
+
+    def context(self, query: str | None = None, *, budget: int = 1500) -> MemoryBlock:
+        """The ``[MEMORY]`` block for a system prompt: this project's structured records
+        and those most relevant to ``query``, within ``budget`` tokens, byte-identical
+        between calls unless the records it shows changed (see
+        :mod:`coderecall._memory_context`)."""
+        return build_block(self, query, budget)
 
     def _anchor(self) -> datetime:
         """ "Today" for time phrases: the newest record of this project, else now."""

@@ -1,0 +1,158 @@
+"""The ``[MEMORY]`` block: what an agent should know of a project, for its system prompt.
+
+Structured sections come first (project brief, preferences, architecture, tech and product
+context, recent progress), then the records most relevant to the current task. The budget is
+counted with the real tokenizer on the exact text returned.
+
+**Byte-stable.** Hosts cache the prompt prefix, so the block must not change between turns
+unless what it says changed: sections have a fixed order, records within a section are in
+creation order (never by score), dates are record dates (never "now"), and nothing counts
+time or turns. Relevant records are a set chosen by the query but rendered in creation order
+in the last section, so a new turn with another task changes only the tail of the block.
+
+**Budget.** Records are taken in priority order (the brief first, relevant records last)
+while they fit; one that does not fit whole is cut with a marker if enough room is left to
+say something, else left out and counted in ``dropped``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ._errors import QueryError
+from ._tokens import default_counter
+
+if TYPE_CHECKING:
+    from ._memory import MemoryRecord, MemoryStore
+
+__all__ = ["MIN_BUDGET", "SECTIONS", "MemoryBlock", "build_block"]
+
+SECTIONS = (
+    ("project-brief", "Project brief"),
+    ("preference", "Preferences"),
+    ("architecture", "Architecture"),
+    ("tech-context", "Tech context"),
+    ("product-context", "Product context"),
+    ("progress", "Recent progress"),
+)
+"""Structured sections in the order they are rendered (which is also their priority)."""
+RELEVANT = "Relevant to the task"
+MIN_BUDGET = 60
+_PER_SECTION = 8
+"""Newest records of one type a structured section shows at most."""
+_RELEVANT = 8
+_MIN_CUT = 24
+"""A record is cut to fit only if at least this many tokens of it can be shown."""
+_CUT = " […]"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBlock:
+    """A ``[MEMORY]`` block and what went into it."""
+
+    text: str
+    """Empty when the store holds nothing for this project."""
+    tokens: int
+    records: tuple[int, ...] = ()
+    """Ids of the records shown, in the order shown."""
+    dropped: int = 0
+    """Records that were chosen but did not fit the budget."""
+    query: str | None = None
+    truncated: tuple[int, ...] = field(default=())
+    """Ids of the records shown cut short."""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "text": self.text,
+            "tokens": self.tokens,
+            "records": list(self.records),
+            "dropped": self.dropped,
+            "truncated": list(self.truncated),
+            "query": self.query,
+        }
+
+
+def build_block(store: MemoryStore, query: str | None, budget: int) -> MemoryBlock:
+    """The block for ``store``'s project, with the records relevant to ``query``."""
+    if budget < MIN_BUDGET:
+        raise QueryError(f"the memory budget must be at least {MIN_BUDGET} tokens, got {budget}")
+    sections: list[tuple[str, list[MemoryRecord]]] = []
+    shown: set[int] = set()
+    for kind, title in SECTIONS:
+        newest = store.records(type=kind)[-_PER_SECTION:]
+        sections.append((title, newest))
+        shown.update(r.id for r in newest)
+    relevant: list[MemoryRecord] = []
+    text = (query or "").strip()
+    if text:
+        hits = [h.id for h in store.search(text, limit=_RELEVANT + len(shown))]
+        relevant = store.get([i for i in hits if i not in shown][:_RELEVANT])
+        relevant.sort(key=lambda r: (r.created_at, r.id))
+    sections.append((RELEVANT, relevant))
+    return _fit(sections, budget, text or None)
+
+
+def _fit(
+    sections: Sequence[tuple[str, Sequence[MemoryRecord]]], budget: int, query: str | None
+) -> MemoryBlock:
+    counter = default_counter()
+    head, tail = "[MEMORY]", "[/MEMORY]"
+    chosen: dict[int, str] = {}
+    truncated: set[int] = set()
+    dropped = 0
+
+    def render(lines: dict[int, str]) -> str:
+        out = [head]
+        for title, records in sections:
+            items = [lines[r.id] for r in records if r.id in lines]
+            if items:
+                out.append(f"## {title}")
+                out.extend(items)
+        out.append(tail)
+        return "\n".join(out)
+
+    for _, records in sections:  # priority = section order; newest first within one
+        for record in reversed(records):
+            line = _line(record)
+            trial = {**chosen, record.id: line}
+            over = counter.count(render(trial)) - budget
+            if over <= 0:
+                chosen = trial
+                continue
+            # Tokens may merge across the cut: shrink until the whole block fits.
+            room = counter.count(line) - over - counter.count(_CUT)
+            while room >= _MIN_CUT:
+                cut = _line(record, counter.truncate(_flat(record.text), room).rstrip() + _CUT)
+                trial = {**chosen, record.id: cut}
+                if counter.count(render(trial)) <= budget:
+                    chosen = trial
+                    truncated.add(record.id)
+                    break
+                room -= 2
+            else:
+                dropped += 1
+    if not chosen:
+        return MemoryBlock("", 0, dropped=dropped, query=query)
+    text = render(chosen)
+    order = [r.id for _, records in sections for r in records if r.id in chosen]
+    return MemoryBlock(
+        text,
+        counter.count(text),
+        tuple(order),
+        dropped,
+        query,
+        tuple(i for i in order if i in truncated),
+    )
+
+
+def _line(record: MemoryRecord, text: str | None = None) -> str:
+    """One record as a bullet: its text on one line, its type, date and id (so an agent can
+    fetch, supersede or forget it)."""
+    shown = _flat(record.text) if text is None else text
+    return f"- {shown} ({record.type}, {record.created_at.date().isoformat()}, #{record.id})"
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
