@@ -176,3 +176,23 @@ class _Truncated:
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
         return vector
+
+
+def test_a_code_index_gives_its_project_memory_its_local_model(
+    tmp_path: Path, minilm: Path, db: Path
+) -> None:
+    from coderecall import CodeIndex
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    config = {"embedding": {"provider": "transformer", "model": str(minilm)}}
+    with CodeIndex(root, config) as index:
+        memory = index.memory(path=db)
+        assert memory is index.memory(path=db)
+        assert memory.model is not None
+        assert memory.model.startswith("transformer:")
+        memory.add("Customer passwords are hashed with argon2id.", "decision")
+        assert "semantic" in memory.search("how are user credentials stored")[0].channels
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as lexical:
+        assert lexical.memory(path=db).model is None

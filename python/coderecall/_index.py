@@ -41,6 +41,7 @@ from ._graph import (
 from ._kb import CODE, KnowledgeBase, KnowledgeBases, fuse, load_entries
 from ._lease import WriteLease
 from ._logs import LogEntry, attach_file_log, read_logs
+from ._memory import MemoryStore
 from ._metrics import Recorder
 from ._native import NativeIndex
 from ._paths import LOCAL_INDEX_DIR, check_root, find_index_dir
@@ -153,6 +154,7 @@ class CodeIndex:
         self._is_kb = False  # a knowledge base's own index: it has none of its own
         self._knowledge_bases = KnowledgeBases(self)
         self._recorder = Recorder()
+        self._memory: MemoryStore | None = None
 
     @property
     def root(self) -> Path:
@@ -190,7 +192,10 @@ class CodeIndex:
             native, self._native = self._native, None
             choice, self._embedding = self._embedding, None
             self._semantic_on = None
+            memory, self._memory = self._memory, None
         self._knowledge_bases.close()
+        if memory is not None:
+            memory.close()
         if native is not None:
             native.close()
         if choice is not None:
@@ -711,6 +716,32 @@ class CodeIndex:
         budget = self._config.context_budget if budget is None else budget
         native = self._ready()
         return build_context(self, native.call_graph(), native.lines, query, budget)
+
+    def memory(self, *, path: str | os.PathLike[str] | None = None) -> MemoryStore:
+        """This project's :class:`MemoryStore` (in the user's memory database unless
+        ``path``), searching with the index's local embedding model when it has one. A
+        remote provider is never given memory: records stay lexical then."""
+        with self._lock:
+            if self._memory is not None and (path is None or self._memory.path == Path(path)):
+                return self._memory
+        with self._semantic_lock:
+            choice = self._embedding or select_embedding(self._config, probe=False)
+            local = choice.provider in ("static", "transformer") and choice.embedder is not None
+            if self._embedding is None:
+                if local:
+                    self._embedding = choice  # loaded once, for code search too
+                else:
+                    choice.close()
+        store = MemoryStore(
+            self._root,
+            path=path,
+            embedder=choice.embedder if local else None,
+            model_id=choice.model_id if local else None,
+        )
+        with self._lock:
+            if self._memory is None:
+                self._memory = store
+        return store
 
     def metrics(self) -> IndexMetrics:
         """Counts and sizes of the index, its call graph, and the latency (p50/p95) of the
