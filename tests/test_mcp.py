@@ -42,12 +42,22 @@ TOOLS = {
     "add_knowledge_base",
     "list_knowledge_bases",
     "remove_knowledge_base",
+    "ask",
+    "memory_search",
+    "memory_timeline",
+    "memory_get",
+    "memory_add",
+    "memory_supersede",
+    "memory_forget",
 }
 READ_ONLY = TOOLS - {
     "index_codebase",
     "index_health_check",
     "add_knowledge_base",
     "remove_knowledge_base",
+    "memory_add",
+    "memory_supersede",
+    "memory_forget",
 }
 DEFAULT_CAP = 4000
 """``mcp-token-cap`` when nothing sets it: every answer of these tests must fit under it."""

@@ -204,9 +204,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     mcp.set_defaults(command=_mcp)
 
-    from ._cli_tools import register  # it imports this module's helpers
+    from ._cli_memory import register as register_memory
+    from ._cli_tools import register  # they import this module's helpers
 
     register(commands)
+    register_memory(commands)
 
     model = commands.add_parser("model", help="manage local embedding models")
     models = model.add_subparsers(title="model commands", required=True, metavar="ACTION")

@@ -7,6 +7,11 @@ with a real tokenizer (:mod:`coderecall._tokens`): list items are dropped whole 
 never cut in half, and the answer says how many were dropped. ``codebase_context`` packs its
 evidence within the cap in the first place.
 
+The memory tools (``memory_*`` and ``ask``) read and write the agent memory of the same
+project (:class:`~coderecall._memory.MemoryStore`, in the user's memory database). The store
+is opened on the first memory call, never at start, so a server that is only asked about code
+pays nothing for it.
+
 Over streamable HTTP the server binds to 127.0.0.1 unless told otherwise; any other address
 needs a bearer token, which every request must then carry (401 otherwise).
 """
@@ -20,7 +25,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -34,6 +39,9 @@ from ._index import CodeIndex
 from ._native import __version__
 from ._results import SearchHit
 from ._tokens import default_counter
+
+if TYPE_CHECKING:  # imported on the first memory call (see McpService.memory)
+    from ._memory import MemoryRecord, MemoryStore
 
 __all__ = ["LOCAL_HOSTS", "TOKEN_ENV", "McpService", "build_server", "count_tokens", "serve"]
 
@@ -49,6 +57,12 @@ _STALE_TOKENS = 60
 _CONTEXT_OVERHEAD = 150
 """Tokens of a ``codebase_context`` answer around its pack (keys, numbers, JSON escapes of a
 short pack); the escapes of a long pack are caught by measuring the answer."""
+_RRF_K = 60
+"""The constant of reciprocal rank fusion in ``ask``, as in hybrid code search."""
+_MAX_TIMELINE = 50
+"""Records a timeline may show on each side of its centre."""
+_SEARCH_HINT = "lower limit, or use codebase_peek for locations only"
+_MEMORY_HINT = "lower limit, or ask memory_get for fewer ids"
 _STALE_NOTE = (
     "the index is being brought up to date in the background; results may miss recent "
     "changes (call index_status later, or index_codebase to wait for it)"
@@ -73,13 +87,22 @@ class McpService:
     Each method returns the JSON text of its answer, already under the token cap.
     """
 
-    def __init__(self, index: CodeIndex, token_cap: int | None = None) -> None:
+    def __init__(
+        self,
+        index: CodeIndex,
+        token_cap: int | None = None,
+        *,
+        memory_path: str | os.PathLike[str] | None = None,
+    ) -> None:
         self._index = index
         self._cap = index.config.mcp_token_cap if token_cap is None else token_cap
         self._first_update = threading.Event()
         self._update_error: str | None = None
         self._write_lock = threading.Lock()  # one indexing run or repair of ours at a time
         self._thread: threading.Thread | None = None
+        self._memory_path = memory_path
+        self._memory: MemoryStore | None = None
+        self._memory_lock = threading.Lock()
 
     @property
     def token_cap(self) -> int:
@@ -115,6 +138,23 @@ class McpService:
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._first_update.wait(timeout)
+
+    def memory(self) -> MemoryStore:
+        """The memory of this project (default database: ``$CODERECALL_MEMORY``, else the XDG
+        data folder), opened once, on first use."""
+        with self._memory_lock:
+            if self._memory is None:
+                from ._memory import MemoryStore
+
+                self._memory = MemoryStore(self._index.root, path=self._memory_path)
+            return self._memory
+
+    def close(self) -> None:
+        """Closes the memory store if a tool opened it (the index is the caller's)."""
+        with self._memory_lock:
+            memory, self._memory = self._memory, None
+        if memory is not None:
+            memory.close()
 
     def _searchable(self) -> None:
         """A search on an index that was never built would build it itself, beside our
@@ -248,6 +288,125 @@ class McpService:
             report = self._index.health()
         return self._answer({"health": report.to_dict()})
 
+    # -- memory ----------------------------------------------------------------------------
+
+    def memory_search(
+        self,
+        query: str,
+        limit: int,
+        type: str | list[str] | None = None,
+        scope: Literal["user", "project"] | None = None,
+        tags: str | list[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        include_private: bool = False,
+    ) -> str:
+        from ._cli_memory import parse_when
+
+        hits = self.memory().search(
+            query,
+            limit=limit,
+            type=type,
+            scope=scope,
+            tags=_strings(tags),
+            since=parse_when(since) if since is not None else None,
+            until=parse_when(until, end=True) if until is not None else None,
+            include_private=include_private,
+        )
+        rows = [hit.to_dict() for hit in hits]
+        return self._answer({"hits": rows}, cut="hits", hint=_MEMORY_HINT, index=False)
+
+    def memory_timeline(self, record_id: int, before: int, after: int) -> str:
+        from ._cli_memory import brief, readable_one
+
+        for name, value in (("before", before), ("after", after)):
+            if not 0 <= value <= _MAX_TIMELINE:
+                raise QueryError(f"{name} must be between 0 and {_MAX_TIMELINE}, got {value}")
+        store = self.memory()
+        readable_one(
+            store,
+            record_id,
+            include_private=False,
+            hint=" (memory_get with include_private=true reads it)",
+        )
+        records = store.timeline(record_id, before=before, after=after)
+        data = {"center": record_id, "records": [brief(r) for r in records]}
+        return self._answer(data, cut="records", hint=_MEMORY_HINT, index=False)
+
+    def memory_get(self, ids: int | list[int], include_private: bool = False) -> str:
+        from ._cli_memory import readable
+
+        wanted = [ids] if isinstance(ids, int) else list(ids)
+        if not wanted:
+            raise QueryError("give at least one memory id")
+        records, unknown, private = readable(self.memory(), wanted, include_private=include_private)
+        if not records:
+            what = f"no memory {_join(unknown)} in this project" if unknown else ""
+            if private:
+                what += "; " if what else ""
+                what += f"memory {_join(private)} is private (include_private=true reads it)"
+            raise QueryError(what)
+        data: dict[str, Any] = {"records": [r.to_dict() for r in records]}
+        if unknown:
+            data["unknown"] = unknown
+        if private:
+            data["private"] = private
+        return self._answer(data, cut="records", hint=_MEMORY_HINT, index=False)
+
+    def memory_add(
+        self,
+        text: str,
+        type: str = "observation",
+        scope: Literal["user", "project"] = "project",
+        tags: str | list[str] | None = None,
+        session: str | None = None,
+        private: bool = False,
+    ) -> str:
+        from ._cli_memory import write_result
+
+        result = self.memory().add(
+            text,
+            type,
+            scope=scope,
+            tags=_strings(tags),
+            privacy="private" if private else None,
+            session=session,
+        )
+        return self._answer(write_result(result), index=False)
+
+    def memory_supersede(self, record_id: int, text: str, tags: str | list[str] | None) -> str:
+        from ._cli_memory import readable_one
+
+        store = self.memory()
+        readable_one(store, record_id, include_private=True)
+        new = store.supersede(record_id, text, tags=_strings(tags) if tags is not None else None)
+        return self._answer({"superseded": record_id, "record": new.to_dict()}, index=False)
+
+    def memory_forget(self, record_id: int, reason: str) -> str:
+        from ._cli_memory import readable_one
+
+        store = self.memory()
+        readable_one(store, record_id, include_private=True)
+        tombstone = store.forget(record_id, reason)
+        return self._answer({"forgotten": tombstone.to_dict()}, index=False)
+
+    def ask(self, question: str, limit: int) -> str:
+        """Code hits and memories for one question, fused by reciprocal rank."""
+        if limit < 1:
+            raise QueryError(f"limit must be at least 1, got {limit}")
+        self._searchable()
+        code = self._index.search(question, limit, with_content=True)
+        store = self.memory()
+        hits = store.search(question, limit=limit)
+        found = {r.id: r for r in store.get(hit.id for hit in hits)}
+        memories = [_memory_item(found[h.id], h.score) for h in hits if h.id in found]
+        data: dict[str, Any] = {
+            "question": question,
+            "results": _fuse(memories, [_code_item(hit) for hit in code])[:limit],
+            "found": {"memory": len(memories), "code": len(code)},
+        }
+        return self._answer(data, cut="results", hint="lower limit")
+
     def _hits(self, hits: list[SearchHit], *, with_content: bool) -> str:
         rows: list[dict[str, Any]] = []
         for hit in hits:
@@ -261,12 +420,19 @@ class McpService:
             row["score"] = round(row["score"], 4)
         return self._answer({"hits": rows}, cut="hits")
 
-    def _answer(self, data: dict[str, Any], cut: str | tuple[str, ...] | None = None) -> str:
-        """The JSON text of ``data`` with the stale flag, under the token cap: the lists under
-        ``cut`` keep their first items, as many as fit (with several lists, the same number
-        from each, so callers never crowd out callees); anything else too large is replaced
-        by a note."""
-        if self.stale:
+    def _answer(
+        self,
+        data: dict[str, Any],
+        cut: str | tuple[str, ...] | None = None,
+        *,
+        hint: str = _SEARCH_HINT,
+        index: bool = True,
+    ) -> str:
+        """The JSON text of ``data`` with the stale flag (for answers from the ``index``),
+        under the token cap: the lists under ``cut`` keep their first items, as many as fit
+        (with several lists, the same number from each, so callers never crowd out callees;
+        ``hint`` says what to do about it); anything else too large is replaced by a note."""
+        if index and self.stale:
             data["stale"] = True
             data["stale_note"] = (
                 f"the last index update failed: {self._update_error}"
@@ -280,7 +446,7 @@ class McpService:
         keys = (cut,) if isinstance(cut, str) else cut or ()
         if keys:
             lists: dict[str, list[Any]] = {key: data[key] for key in keys}
-            data["hint"] = "lower limit, or use codebase_peek for locations only"
+            data["hint"] = hint
 
             def cut_to(kept: int) -> None:
                 # The counts and the hint are part of what must fit: every trial has them.
@@ -309,6 +475,53 @@ class McpService:
         )
 
 
+def _strings(value: str | list[str] | None) -> tuple[str, ...]:
+    """One string or a list of them (agents send either)."""
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _join(ids: list[int]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+def _memory_item(record: MemoryRecord, score: float) -> dict[str, Any]:
+    return {
+        "source": "memory",
+        "id": record.id,
+        "type": record.type,
+        "scope": record.scope,
+        "created_at": record.created_at.isoformat(),
+        "tags": list(record.tags),
+        "score": score,
+        "text": record.text,
+    }
+
+
+def _code_item(hit: SearchHit) -> dict[str, Any]:
+    row = hit.to_dict()
+    row.pop("channels")
+    origin = row.pop("source")
+    row["score"] = round(row["score"], 4)
+    item = {"source": "code", **row}
+    if origin != "code":
+        item["kb"] = origin  # a knowledge base's hit: searched with the code
+    return item
+
+
+def _fuse(memories: list[dict[str, Any]], code: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One list by reciprocal rank (``1 / (k + rank)``, k = 60): each item keeps its
+    ``rank`` within its own list; at equal rank a memory comes before code."""
+    fused: list[tuple[float, int, int, dict[str, Any]]] = []
+    for order, items in enumerate((memories, code)):
+        for rank, item in enumerate(items, 1):
+            score = 1 / (_RRF_K + rank)
+            fused.append((-score, order, rank, {**item, "rank": rank, "rrf": round(score, 6)}))
+    fused.sort(key=lambda entry: entry[:3])
+    return [entry[3] for entry in fused]
+
+
 def _message(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return " ".join(text.splitlines())
@@ -332,6 +545,8 @@ def build_server(service: McpService) -> MCPServer[Any]:
         log_level="WARNING",
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    additive = ToolAnnotations(destructive_hint=False, open_world_hint=False)
+    destructive = ToolAnnotations(destructive_hint=True, open_world_hint=False)
 
     def codebase_search(
         query: str,
@@ -408,6 +623,47 @@ def build_server(service: McpService) -> MCPServer[Any]:
     def remove_knowledge_base(name: str) -> str:
         return _tool(lambda: service.remove_knowledge_base(name))
 
+    def memory_search(
+        query: str,
+        limit: int = 10,
+        type: str | list[str] | None = None,
+        scope: Literal["user", "project"] | None = None,
+        tags: str | list[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        include_private: bool = False,
+    ) -> str:
+        return _tool(
+            lambda: service.memory_search(
+                query, limit, type, scope, tags, since, until, include_private
+            )
+        )
+
+    def memory_timeline(id: int, before: int = 5, after: int = 5) -> str:
+        return _tool(lambda: service.memory_timeline(id, before, after))
+
+    def memory_get(ids: int | list[int], include_private: bool = False) -> str:
+        return _tool(lambda: service.memory_get(ids, include_private))
+
+    def memory_add(
+        text: str,
+        type: str = "observation",
+        scope: Literal["user", "project"] = "project",
+        tags: str | list[str] | None = None,
+        session: str | None = None,
+        private: bool = False,
+    ) -> str:
+        return _tool(lambda: service.memory_add(text, type, scope, tags, session, private))
+
+    def memory_supersede(id: int, text: str, tags: str | list[str] | None = None) -> str:
+        return _tool(lambda: service.memory_supersede(id, text, tags))
+
+    def memory_forget(id: int, reason: str) -> str:
+        return _tool(lambda: service.memory_forget(id, reason))
+
+    def ask(question: str, limit: int = 10) -> str:
+        return _tool(lambda: service.ask(question, limit))
+
     # Unstructured: the JSON text is the whole answer, so the token cap covers all of it
     # (structured output would send the same data twice).
     tools: list[tuple[Callable[..., str], str, ToolAnnotations | None]] = [
@@ -426,6 +682,13 @@ def build_server(service: McpService) -> MCPServer[Any]:
         (add_knowledge_base, docs.KB_ADD_DOC, None),
         (list_knowledge_bases, docs.KB_LIST_DOC, read_only),
         (remove_knowledge_base, docs.KB_REMOVE_DOC, None),
+        (ask, docs.ASK_DOC, read_only),
+        (memory_search, docs.MEMORY_SEARCH_DOC, read_only),
+        (memory_timeline, docs.MEMORY_TIMELINE_DOC, read_only),
+        (memory_get, docs.MEMORY_GET_DOC, read_only),
+        (memory_add, docs.MEMORY_ADD_DOC, additive),
+        (memory_supersede, docs.MEMORY_SUPERSEDE_DOC, additive),
+        (memory_forget, docs.MEMORY_FORGET_DOC, destructive),
     ]
     for function, description, hints in tools:
         server.add_tool(
@@ -488,14 +751,17 @@ def serve(
         service = McpService(index)
         server = build_server(service)
         service.start()
-        if transport == "stdio":
-            server.run("stdio")
-            return
-        import uvicorn  # a dependency of the mcp SDK
+        try:
+            if transport == "stdio":
+                server.run("stdio")
+                return
+            import uvicorn  # a dependency of the mcp SDK
 
-        app: ASGIApp = server.streamable_http_app(host=host)
-        if token is not None:
-            app = BearerAuth(app, token)
-        _log.warning("serving MCP on http://%s:%d/mcp for %s", host, port, index.root)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-        uvicorn.Server(config).run()
+            app: ASGIApp = server.streamable_http_app(host=host)
+            if token is not None:
+                app = BearerAuth(app, token)
+            _log.warning("serving MCP on http://%s:%d/mcp for %s", host, port, index.root)
+            config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+            uvicorn.Server(config).run()
+        finally:
+            service.close()

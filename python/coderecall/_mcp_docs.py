@@ -9,7 +9,13 @@ or a question, start with codebase_context: one call returns the evidence within
 budget. For a list of places use codebase_search (codebase_peek for locations only); for the
 definition of a known name implementation_lookup; for who calls what call_graph and
 call_graph_path. index_codebase after large edits. Every answer says when it was cut
-(truncated) or may be out of date (stale)."""
+(truncated) or may be out of date (stale).
+
+Memory of earlier sessions on this project (decisions, fixed errors, preferences, progress):
+ask answers a question from memory and code at once; to dig into memory, memory_search, then
+memory_timeline around a hit, then memory_get for the full records you need. Record what a
+later session should know with memory_add; replace an outdated record with memory_supersede,
+and erase a wrong one with memory_forget (a reason is required)."""
 
 SEARCH_DOC = """\
 Search this codebase by meaning and by keywords at once (hybrid BM25 + embeddings) and get
@@ -127,3 +133,82 @@ whether the folder still exists. Returns JSON `{"knowledge_bases": [...]}`."""
 KB_REMOVE_DOC = """\
 Stop indexing and searching a knowledge base and drop its index. Returns JSON
 `{"removed": true|false}`."""
+
+
+ASK_DOC = """\
+Answer a question from this project's memory and its code together, in one call: what earlier
+sessions recorded (decisions, fixed errors, preferences) and the code that implements it. Use
+it first for "why"/"how did we" questions ("why do we use WAL mode", "how did we fix the
+token refresh bug") or when you are unsure whether the answer is in memory or in code.
+
+Returns JSON `{"question", "results": [...], "found": {"memory": N, "code": M}}`. `results`
+is one list, best first, fused by reciprocal rank (k=60) from the memory search and the
+hybrid code search; each item has `source` ("memory" or "code"), `rank` (its place in its own
+list) and `rrf` (the fused score). Memory items: id, type, scope, created_at, tags, score and
+the full text. Code items: as in codebase_search (path, start_line, end_line, symbol_path,
+kind, score, content; `kb` names a knowledge base a hit came from). `limit` (default 10)
+caps the fused list. Private memories never appear here."""
+
+MEMORY_SEARCH_DOC = """\
+Search what earlier sessions on this project (and the user's cross-project memory) recorded:
+decisions, architecture, error solutions, preferences, progress, session summaries. Use it
+before re-deciding or re-debugging something, and when the user refers to earlier work. This
+is the first step of three: memory_search (compact hits) -> memory_timeline (what was written
+around a hit) -> memory_get (full records of the ids you need).
+
+`query` is plain words; a time phrase in it ("yesterday", "last week", "in March") narrows
+to that window (a query that is only a time phrase lists that window, newest first).
+Filters: `type` (one or a list: project-brief, architecture, tech-context, product-context,
+preference, decision, error-solution, progress, session-summary, learned-pattern,
+observation), `scope` ("project" or "user"), `tags` (all must be present), `since`/`until`
+(YYYY-MM-DD, a day counting whole, or an ISO 8601 time). Private records only with
+include_private=true.
+
+Returns JSON `{"hits": [...]}`, best first; each hit has id, type, scope, snippet (the
+start of the text), tags, created_at and score. Only current records (not superseded or
+forgotten)."""
+
+MEMORY_TIMELINE_DOC = """\
+The memory records written just before and after one record (`id`, from memory_search), in
+time order: the context a decision or a fix was made in. `before` and `after` (0-50, default
+5) say how many on each side. Returns JSON `{"center": id, "records": [...]}` with compact
+items (id, type, scope, created_at, snippet, tags, state: current, superseded by N or
+forgotten); memory_get gives the full text."""
+
+MEMORY_GET_DOC = """\
+Full memory records by id (`ids`: one id or a list, from memory_search, memory_timeline or
+ask). Returns JSON `{"records": [...]}` in the order asked, each with id, type, scope,
+project, text, tags, privacy, session, events, created_at, updated_at, superseded_by,
+forgotten_at and forget_reason. Ids that do not exist in this project are listed under
+`unknown`; private records are withheld (listed under `private`) unless
+include_private=true. Ask only for the ids you need: whole records cost tokens."""
+
+MEMORY_ADD_DOC = """\
+Remember something for later sessions: a decision and why, the fix for an error, a user
+preference, the project's architecture, progress. Write one self-contained fact in plain
+words that a later session, with no other context, can use. `type` (default observation):
+project-brief, architecture, tech-context, product-context, preference, decision,
+error-solution, progress (only the newest stays current), session-summary, learned-pattern,
+observation, or your own lower-case name. `scope`: "project" (default; this repository, in
+every clone) or "user" (follows the user to every project). `tags` help later searches;
+`session` links the record to a session id; private=true keeps it out of default reads.
+
+The text passes a privacy filter first: `<private>...</private>` sections are cut and
+secrets (API keys, tokens, passwords) redacted; a record tagged blocked/do-not-store is
+refused. A near-duplicate of an existing record updates it instead of adding one. Returns
+JSON with action (added, updated or refused), record (as stored), redactions (kinds of
+secrets removed), private_sections, superseded (ids aging retired) and reason (why
+refused)."""
+
+MEMORY_SUPERSEDE_DOC = """\
+Replace a memory record (`id`) that is out of date with a corrected one (`text`; same type
+and scope, same tags unless `tags` is given). The old record stays in the history but no
+longer appears in searches. Use it when a decision changed or a recorded fix turned out to
+be wrong. Returns JSON `{"superseded": old_id, "record": {...the new record...}}`."""
+
+MEMORY_FORGET_DOC = """\
+Erase a memory record (`id`) for good: its text and tags are deleted, and a tombstone keeps
+when and why (`reason`, required, e.g. "contained a password" or "wrong: the bug was
+elsewhere"). Use it for records that are wrong or should never have been stored; for ones
+that are merely out of date prefer memory_supersede. Returns JSON `{"forgotten": {...}}`,
+the tombstone with forgotten_at and forget_reason."""

@@ -1,0 +1,434 @@
+"""``coderecall memory``: the agent memory of a project from the command line.
+
+``search``, ``add``, ``show``, ``timeline``, ``forget``, ``export`` and ``import``, each with
+``--root`` (the project; its identity comes from its git remote), ``--memory`` (the database;
+default ``$CODERECALL_MEMORY``, else the XDG data folder) and ``--json``.
+
+The helpers at the top (:func:`parse_when`, :func:`brief`, :func:`write_result`,
+:func:`readable`) are shared with the MCP memory tools (:mod:`coderecall._mcp`), so both
+read the same dates, show the same compact items and apply the same visibility rules: a
+record of another project counts as unknown, and a private record is shown only when asked
+for (``--include-private``, ``include_private=true``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import re
+import sys
+from collections.abc import Iterable
+from datetime import date, datetime, time, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from ._cli import _positive_int, _print_json, _print_rows, _stdout
+from ._errors import QueryError
+
+if TYPE_CHECKING:  # the store is imported when a memory command runs, not for every command
+    from ._memory import MemoryRecord, MemoryStore, WriteResult
+
+__all__ = ["brief", "parse_when", "readable", "register", "write_result"]
+
+_SNIPPET = 160
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+# -- shared with the MCP tools ------------------------------------------------------------
+
+
+def parse_when(text: str, *, end: bool = False) -> datetime:
+    """A ``--since``/``--until`` bound: an ISO date (``2026-03-05``, local midnight; with
+    ``end``, the midnight after it, so the day is included) or an ISO 8601 time (naive
+    times are local; ``Z`` is UTC)."""
+    value = text.strip()
+    try:
+        if _DAY.fullmatch(value):
+            day = date.fromisoformat(value) + timedelta(days=1 if end else 0)
+            return datetime.combine(day, time()).astimezone()
+        if value.endswith(("Z", "z")):
+            value = value[:-1] + "+00:00"  # Python 3.10 does not read "Z"
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise QueryError(
+            f"not a date: {text!r} (expected YYYY-MM-DD or an ISO 8601 time)"
+        ) from None
+    return at if at.tzinfo is not None else at.astimezone()
+
+
+def state(record: MemoryRecord) -> str:
+    """``current``, ``superseded by N`` or ``forgotten``."""
+    if record.forgotten_at is not None:
+        return "forgotten"
+    if record.superseded_by is not None:
+        return f"superseded by {record.superseded_by}"
+    return "current"
+
+
+def brief(record: MemoryRecord) -> dict[str, Any]:
+    """A record as a compact item: what a timeline shows (the full text is :meth:`to_dict`)."""
+    return {
+        "id": record.id,
+        "type": record.type,
+        "scope": record.scope,
+        "created_at": record.created_at.isoformat(),
+        "snippet": _snippet(record.text),
+        "tags": list(record.tags),
+        "state": state(record),
+    }
+
+
+def write_result(result: WriteResult) -> dict[str, Any]:
+    """What an add did, as JSON data."""
+    return {
+        "action": result.action,
+        "record": result.record.to_dict() if result.record is not None else None,
+        "redactions": list(result.redactions),
+        "private_sections": result.private_sections,
+        "superseded": list(result.superseded),
+        "reason": result.reason,
+    }
+
+
+def readable(
+    store: MemoryStore, ids: Iterable[int], *, include_private: bool
+) -> tuple[list[MemoryRecord], list[int], list[int]]:
+    """The records of ``ids`` this project may read, in the order asked; the ids that are
+    unknown here (no such record, or another project's); the private ones withheld."""
+    found = {r.id: r for r in store.get(ids)}
+    records: list[MemoryRecord] = []
+    unknown: list[int] = []
+    private: list[int] = []
+    for i in dict.fromkeys(int(i) for i in ids):
+        record = found.get(i)
+        if record is None or (record.scope == "project" and record.project != store.project):
+            unknown.append(i)
+        elif record.privacy == "private" and not include_private:
+            private.append(i)
+        else:
+            records.append(record)
+    return records, unknown, private
+
+
+def readable_one(
+    store: MemoryStore, record_id: int, *, include_private: bool, hint: str = ""
+) -> MemoryRecord:
+    """The record ``record_id`` of this project, or :class:`QueryError` saying why not
+    (``hint`` follows the message for a private one)."""
+    records, unknown, _ = readable(store, [record_id], include_private=include_private)
+    if unknown:
+        raise QueryError(f"no memory {record_id} in this project")
+    if not records:
+        raise QueryError(f"memory {record_id} is private{hint}")
+    return records[0]
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _SNIPPET else flat[: _SNIPPET - 1].rstrip() + "…"
+
+
+# -- the commands -------------------------------------------------------------------------
+
+
+def register(commands: Any) -> None:
+    """Adds ``memory`` and its actions to the CLI's subparsers."""
+    memory = commands.add_parser("memory", help="what agents learned about a project")
+    actions = memory.add_subparsers(title="memory commands", required=True, metavar="ACTION")
+
+    search = actions.add_parser("search", help="search the memory (current records)")
+    search.add_argument("query", help="plain words; a time phrase (yesterday, in March) narrows")
+    search.add_argument("--type", action="append", metavar="TYPE", help="only this type")
+    search.add_argument("--scope", choices=("user", "project"), help="only this scope")
+    search.add_argument("--tag", action="append", metavar="TAG", help="only with this tag")
+    search.add_argument("--since", type=_since, metavar="DATE", help="created on or after")
+    search.add_argument(
+        "--until", type=_until, metavar="DATE", help="created up to (a day: its end)"
+    )
+    search.add_argument("--limit", type=_positive_int, default=10, help="results (default 10)")
+    search.add_argument("--include-private", action="store_true", help="private records too")
+    _options(search)
+    search.set_defaults(command=_search)
+
+    add = actions.add_parser("add", help="remember something (privacy filter, dedup)")
+    add.add_argument("text", help="the text, or - to read it from stdin")
+    add.add_argument("--type", default="observation", help="record type (default observation)")
+    add.add_argument(
+        "--scope", choices=("user", "project"), default="project", help="default project"
+    )
+    add.add_argument("--tag", action="append", default=[], metavar="TAG", help="a tag")
+    add.add_argument("--private", action="store_true", help="keep it out of default reads")
+    _options(add)
+    add.set_defaults(command=_add)
+
+    show = actions.add_parser("show", help="records in full")
+    show.add_argument("ids", nargs="+", type=_record_id, metavar="ID")
+    show.add_argument("--history", action="store_true", help="every version of each record")
+    show.add_argument("--include-private", action="store_true", help="show private records")
+    _options(show)
+    show.set_defaults(command=_show)
+
+    timeline = actions.add_parser("timeline", help="the records written around one")
+    timeline.add_argument("id", type=_record_id)
+    timeline.add_argument("--before", type=_count, default=5, help="records before (default 5)")
+    timeline.add_argument("--after", type=_count, default=5, help="records after (default 5)")
+    _options(timeline)
+    timeline.set_defaults(command=_timeline)
+
+    forget = actions.add_parser("forget", help="erase a record's text; a tombstone keeps why")
+    forget.add_argument("id", type=_record_id)
+    forget.add_argument("--reason", required=True, help="why (recorded in the tombstone)")
+    _options(forget)
+    forget.set_defaults(command=_forget)
+
+    export = actions.add_parser("export", help="the whole database as JSON Lines")
+    export.add_argument("file", nargs="?", default="-", help="output file (default -: stdout)")
+    _options(export)
+    export.set_defaults(command=_export)
+
+    load = actions.add_parser("import", help="records from an export (ids kept)")
+    load.add_argument("file", help="JSON Lines file, or - for stdin")
+    _options(load)
+    load.set_defaults(command=_import)
+
+
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", default=".", metavar="PATH", help="project root (default: .)")
+    parser.add_argument(
+        "--memory",
+        metavar="PATH",
+        help="memory database (default: $CODERECALL_MEMORY, else the XDG data folder)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _record_id(text: str) -> int:
+    try:
+        return int(text.lstrip("#"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a memory id: {text!r}") from None
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _since(text: str) -> datetime:
+    try:
+        return parse_when(text)
+    except QueryError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _until(text: str) -> datetime:
+    try:
+        return parse_when(text, end=True)
+    except QueryError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _open(args: argparse.Namespace) -> MemoryStore:
+    from ._memory import MemoryStore
+
+    root = Path(args.root).expanduser()
+    if not root.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such project folder", str(root))
+    return MemoryStore(root.resolve(), path=args.memory)
+
+
+def _search(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        hits = store.search(
+            args.query,
+            limit=args.limit,
+            type=args.type,
+            scope=args.scope,
+            tags=args.tag or (),
+            since=args.since,
+            until=args.until,
+            include_private=args.include_private,
+        )
+    if args.json:
+        _print_json([hit.to_dict() for hit in hits])
+        return 0
+    console = _stdout()
+    if not hits:
+        console.print("no memories found", style="dim")
+    for hit in hits:
+        _line(console, hit.id, hit.type, hit.created_at, hit.snippet, hit.tags)
+    return 0
+
+
+def _add(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.text == "-" else args.text
+    with _open(args) as store:
+        result = store.add(
+            text,
+            args.type,
+            scope=args.scope,
+            tags=args.tag,
+            privacy="private" if args.private else None,
+        )
+    if args.json:
+        _print_json(write_result(result))
+    else:
+        console = _stdout()
+        if result.record is None:
+            console.print(f"refused: {result.reason}", markup=False)
+        else:
+            r = result.record
+            console.print(
+                f"{result.action} #{r.id} ({r.type}, {r.scope}"
+                f"{', private' if r.privacy == 'private' else ''})",
+                markup=False,
+            )
+        if result.redactions:
+            console.print(f"redacted: {', '.join(result.redactions)}", markup=False)
+        if result.private_sections:
+            console.print(f"private sections cut: {result.private_sections}", markup=False)
+        if result.superseded:
+            console.print(
+                f"superseded: {', '.join(f'#{i}' for i in result.superseded)}", markup=False
+            )
+    return 1 if result.action == "refused" else 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        records, unknown, private = readable(store, args.ids, include_private=args.include_private)
+        if unknown:
+            raise QueryError(f"no memory {_ids(unknown)} in this project")
+        if private:
+            raise QueryError(f"memory {_ids(private)} is private (pass --include-private)")
+        chains = {r.id: store.history(r.id) for r in records} if args.history else {}
+    if args.json:
+        if args.history:
+            _print_json(
+                [{"id": i, "versions": [v.to_dict() for v in chain]} for i, chain in chains.items()]
+            )
+        else:
+            _print_json([r.to_dict() for r in records])
+        return 0
+    console = _stdout()
+    for n, record in enumerate(records):
+        if n:
+            console.print()
+        versions = chains.get(record.id, [record])
+        for version in versions:
+            if len(versions) > 1:
+                mark = "*" if version.id == record.id else " "
+                console.print(f"{mark} version #{version.id}", style="dim", markup=False)
+            _print_record(console, version)
+    return 0
+
+
+def _timeline(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        readable_one(
+            store,
+            args.id,
+            include_private=False,
+            hint=f" (`coderecall memory show {args.id} --include-private` shows it)",
+        )
+        records = store.timeline(args.id, before=args.before, after=args.after)
+    if args.json:
+        _print_json({"center": args.id, "records": [brief(r) for r in records]})
+        return 0
+    console = _stdout()
+    for r in records:
+        mark = ">" if r.id == args.id else " "
+        _line(console, r.id, r.type, r.created_at, r.text, r.tags, mark=mark)
+    return 0
+
+
+def _forget(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        readable_one(store, args.id, include_private=True)
+        tombstone = store.forget(args.id, args.reason)
+    if args.json:
+        _print_json(tombstone.to_dict())
+    else:
+        _stdout().print(f"forgot #{tombstone.id}: {tombstone.forget_reason}", markup=False)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        if args.file == "-":
+            store.export(sys.stdout)
+            return 0
+        with open(args.file, "w", encoding="utf-8", newline="\n") as out:
+            count = store.export(out)
+    if args.json:
+        _print_json({"exported": count, "file": os.path.abspath(args.file)})
+    else:
+        _stdout().print(f"exported {count} records to {args.file}", markup=False)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        if args.file == "-":
+            count = store.import_(sys.stdin)
+        else:
+            with open(args.file, encoding="utf-8") as lines:
+                count = store.import_(lines)
+    if args.json:
+        _print_json({"imported": count})
+    else:
+        _stdout().print(f"imported {count} records", markup=False)
+    return 0
+
+
+def _ids(ids: list[int]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+def _line(
+    console: Console,
+    record_id: int,
+    kind: str,
+    created: datetime,
+    text: str,
+    tags: tuple[str, ...],
+    *,
+    mark: str = "",
+) -> None:
+    """``#12  decision  2026-03-05  the text…  [db, wal]``"""
+    labels = f"  [{', '.join(tags)}]" if tags else ""
+    console.print(
+        f"{mark}#{record_id}  {kind}  {created.astimezone():%Y-%m-%d}  {_snippet(text)}{labels}",
+        markup=False,
+        highlight=False,
+    )
+
+
+def _print_record(console: Console, r: MemoryRecord) -> None:
+    rows = [
+        ("id", f"#{r.id}"),
+        ("type", f"{r.type} ({r.scope}{', private' if r.privacy == 'private' else ''})"),
+        ("created", f"{r.created_at.astimezone():%Y-%m-%d %H:%M}"),
+    ]
+    if r.updated_at != r.created_at:
+        rows.append(("updated", f"{r.updated_at.astimezone():%Y-%m-%d %H:%M}"))
+    if r.tags:
+        rows.append(("tags", ", ".join(r.tags)))
+    if r.session:
+        rows.append(("session", r.session))
+    rows.append(("state", state(r)))
+    if r.forgotten_at is not None:
+        rows.append(
+            ("forgotten", f"{r.forgotten_at.astimezone():%Y-%m-%d %H:%M}: {r.forget_reason}")
+        )
+    _print_rows(console, rows)
+    if r.text:
+        console.print(r.text.rstrip(), markup=False, highlight=False)
