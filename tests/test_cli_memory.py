@@ -357,3 +357,19 @@ def test_clones_share_memory_through_their_git_remote(make_repo: MakeRepo, cli: 
     subfolder.mkdir()
     code, out, _ = cli("search", "releases", "--json", project=subfolder)
     assert len(json.loads(out)) == 1, "a sub-folder belongs to its repository"
+
+
+def test_context_prints_the_memory_block(cli: Cli, root: Path, db: Path) -> None:
+    code, out, _ = cli("context")
+    assert code == 0
+    assert "nothing remembered" in out
+    with MemoryStore(root, path=db) as store:
+        store.add("A shop for bicycle parts.", "project-brief")
+        store.add("Refunds are issued to the original payment method.", "decision")
+    code, out, _ = cli("context", "how are refunds paid out")
+    assert code == 0
+    assert out.startswith("[MEMORY]\n## Project brief\n- A shop for bicycle parts.")
+    assert "original payment method" in out.split("## Relevant to the task")[1]
+    block = ok(cli, "context", "how are refunds paid out", "--budget", "60")
+    assert block["tokens"] <= 60
+    assert block["query"] == "how are refunds paid out"

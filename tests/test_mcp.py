@@ -49,6 +49,7 @@ TOOLS = {
     "memory_add",
     "memory_supersede",
     "memory_forget",
+    "memory_context",
 }
 READ_ONLY = TOOLS - {
     "index_codebase",

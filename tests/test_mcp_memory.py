@@ -30,6 +30,7 @@ MEMORY_TOOLS = {
     "memory_add",
     "memory_supersede",
     "memory_forget",
+    "memory_context",
 }
 
 
@@ -310,6 +311,36 @@ def test_ask_fuses_memory_and_code(service: McpService, root: Path, db: Path) ->
             assert {i["source"] for i in nothing["results"]} == {"code"}
             assert "empty" in await tools.error("ask", question="  ")
             assert "limit must be at least 1" in await tools.error("ask", question="x", limit=0)
+
+    anyio.run(run)
+
+
+def test_memory_context_gives_the_block_for_a_task_or_a_session(
+    service: McpService, root: Path, db: Path
+) -> None:
+    from coderecall._sessions import Sessions
+
+    with MemoryStore(root, path=db) as store:
+        store.add("An invoicing service for small shops.", "project-brief")
+        store.add("Invoice totals apply the tax rate after summing lines.", "decision")
+        store.add("Checkout requests are retried once on timeout.", "decision")
+        Sessions(store).record("s-1", "prompt", "why is the invoice tax rate wrong?")
+
+    async def run() -> None:
+        async with _session(service) as tools:
+            by_query = await tools.ok("memory_context", query="checkout timeout retries")
+            assert by_query["text"].startswith("[MEMORY]\n## Project brief")
+            relevant = by_query["text"].split("## Relevant to the task")[1]
+            assert "retried once" in relevant
+            assert "tax rate" not in relevant
+            by_session = await tools.ok("memory_context", session="s-1")
+            assert by_session["query"] == "why is the invoice tax rate wrong?"
+            assert "tax rate" in by_session["text"].split("## Relevant to the task")[1]
+            again = await tools.ok("memory_context", session="s-1")
+            assert again["text"] == by_session["text"]
+            small = await tools.ok("memory_context", query="tax", budget=60)
+            assert count_tokens(small["text"]) <= 60
+            assert "budget" in await tools.error("memory_context", budget=5)
 
     anyio.run(run)
 

@@ -25,6 +25,7 @@ from rich.progress import Progress
 from rich.syntax import Syntax
 
 from ._errors import Error, QueryError
+from ._hooks import HOOK_EVENTS
 from ._hub import pull_model
 from ._index import CodeIndex
 from ._logs import detach_all_file_logs
@@ -203,6 +204,16 @@ def _parser() -> argparse.ArgumentParser:
         help="accept a root without a project marker, the home directory or /",
     )
     mcp.set_defaults(command=_mcp)
+
+    hook = commands.add_parser(
+        "hook",
+        help="an agent host's lifecycle hook (JSON on stdin, JSON on stdout)",
+        description="Records a session event from Claude Code or Codex and answers the "
+        "context to add (see docs/hooks.md). Never fails the host: errors print {} and exit 0.",
+    )
+    hook.add_argument("event", choices=HOOK_EVENTS)
+    hook.add_argument("--memory", metavar="PATH", help="the memory database")
+    hook.set_defaults(command=_hook)
 
     from ._cli_memory import register as register_memory
     from ._cli_tools import register  # they import this module's helpers
@@ -547,6 +558,12 @@ def _health(args: argparse.Namespace) -> int:
             rows.append(("state", "problems remain (`coderecall health --repair` rebuilds)"))
         _print_rows(console, rows)
     return 0 if after.ok else 1
+
+
+def _hook(args: argparse.Namespace) -> int:
+    from ._hooks import main as hook_main
+
+    return hook_main(args.event, sys.stdin, sys.stdout, args.memory)
 
 
 def _mcp(args: argparse.Namespace) -> int:

@@ -171,6 +171,15 @@ def register(commands: Any) -> None:
     _options(show)
     show.set_defaults(command=_show)
 
+    context = actions.add_parser(
+        "context", help="the [MEMORY] block for a system prompt (byte-stable)"
+    )
+    context.add_argument("query", nargs="?", help="the task (default: the session's last prompt)")
+    context.add_argument("--session", help="a session id whose latest prompt is the task")
+    context.add_argument("--budget", type=_positive_int, default=1500, help="tokens (default 1500)")
+    _options(context)
+    context.set_defaults(command=_context)
+
     timeline = actions.add_parser("timeline", help="the records written around one")
     timeline.add_argument("id", type=_record_id)
     timeline.add_argument("--before", type=_count, default=5, help="records before (default 5)")
@@ -237,12 +246,26 @@ def _until(text: str) -> datetime:
 
 
 def _open(args: argparse.Namespace) -> MemoryStore:
-    from ._memory import MemoryStore
+    """The project's memory, searching with the project's local embedding model (as its
+    MCP server does)."""
+    from ._index import CodeIndex
 
     root = Path(args.root).expanduser()
     if not root.is_dir():
         raise FileNotFoundError(errno.ENOENT, "no such project folder", str(root))
-    return MemoryStore(root.resolve(), path=args.memory)
+    return CodeIndex(root, force=True).memory(path=args.memory)
+
+
+def _context(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        block = store.context(args.query, session=args.session, budget=args.budget)
+    if args.json:
+        _print_json(block.to_dict())
+    elif block.text:
+        sys.stdout.write(block.text + "\n")
+    else:
+        _stdout().print("nothing remembered for this project yet", style="dim")
+    return 0
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -340,13 +363,24 @@ def _timeline(args: argparse.Namespace) -> int:
             hint=f" (`coderecall memory show {args.id} --include-private` shows it)",
         )
         records = store.timeline(args.id, before=args.before, after=args.after)
+        events = store.events_around(args.id, before=args.before, after=args.after)
     if args.json:
-        _print_json({"center": args.id, "records": [brief(r) for r in records]})
+        _print_json(
+            {
+                "center": args.id,
+                "records": [brief(r) for r in records],
+                "events": [e.to_dict() for e in events],
+            }
+        )
         return 0
     console = _stdout()
     for r in records:
         mark = ">" if r.id == args.id else " "
         _line(console, r.id, r.type, r.created_at, r.text, r.tags, mark=mark)
+    if events:
+        console.print("session events around it:", style="dim")
+        for e in events:
+            _line(console, e.id, e.kind, e.at, e.text, ())
     return 0
 
 

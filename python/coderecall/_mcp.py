@@ -52,6 +52,8 @@ LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 _PEEK_FIELDS = ("path", "start_line", "end_line", "symbol_path", "kind", "score", "source")
 _MIN_CONTEXT_BUDGET = 100
+_MEMORY_BUDGET = 1500
+"""Tokens of a ``memory_context`` block unless the agent asks for another budget."""
 _STALE_TOKENS = 60
 """Room for the stale flag and its note, which ``_answer`` may add."""
 _CONTEXT_OVERHEAD = 150
@@ -144,9 +146,7 @@ class McpService:
         data folder), opened once, on first use."""
         with self._memory_lock:
             if self._memory is None:
-                from ._memory import MemoryStore
-
-                self._memory = MemoryStore(self._index.root, path=self._memory_path)
+                self._memory = self._index.memory(path=self._memory_path)
             return self._memory
 
     def close(self) -> None:
@@ -330,8 +330,13 @@ class McpService:
             hint=" (memory_get with include_private=true reads it)",
         )
         records = store.timeline(record_id, before=before, after=after)
-        data = {"center": record_id, "records": [brief(r) for r in records]}
-        return self._answer(data, cut="records", hint=_MEMORY_HINT, index=False)
+        events = store.events_around(record_id, before=before, after=after)
+        data = {
+            "center": record_id,
+            "records": [brief(r) for r in records],
+            "events": [e.to_dict() for e in events],
+        }
+        return self._answer(data, cut=("records", "events"), hint=_MEMORY_HINT, index=False)
 
     def memory_get(self, ids: int | list[int], include_private: bool = False) -> str:
         from ._cli_memory import readable
@@ -389,6 +394,10 @@ class McpService:
         readable_one(store, record_id, include_private=True)
         tombstone = store.forget(record_id, reason)
         return self._answer({"forgotten": tombstone.to_dict()}, index=False)
+
+    def memory_context(self, query: str | None, session: str | None, budget: int | None) -> str:
+        block = self.memory().context(query, session=session, budget=budget or _MEMORY_BUDGET)
+        return self._answer(block.to_dict(), index=False)
 
     def ask(self, question: str, limit: int) -> str:
         """Code hits and memories for one question, fused by reciprocal rank."""
@@ -661,6 +670,11 @@ def build_server(service: McpService) -> MCPServer[Any]:
     def memory_forget(id: int, reason: str) -> str:
         return _tool(lambda: service.memory_forget(id, reason))
 
+    def memory_context(
+        query: str | None = None, session: str | None = None, budget: int | None = None
+    ) -> str:
+        return _tool(lambda: service.memory_context(query, session, budget))
+
     def ask(question: str, limit: int = 10) -> str:
         return _tool(lambda: service.ask(question, limit))
 
@@ -689,6 +703,7 @@ def build_server(service: McpService) -> MCPServer[Any]:
         (memory_add, docs.MEMORY_ADD_DOC, additive),
         (memory_supersede, docs.MEMORY_SUPERSEDE_DOC, additive),
         (memory_forget, docs.MEMORY_FORGET_DOC, destructive),
+        (memory_context, docs.MEMORY_CONTEXT_DOC, read_only),
     ]
     for function, description, hints in tools:
         server.add_tool(

@@ -212,3 +212,14 @@ when and why (`reason`, required, e.g. "contained a password" or "wrong: the bug
 elsewhere"). Use it for records that are wrong or should never have been stored; for ones
 that are merely out of date prefer memory_supersede. Returns JSON `{"forgotten": {...}}`,
 the tombstone with forgotten_at and forget_reason."""
+
+MEMORY_CONTEXT_DOC = """\
+The project's memory as one `[MEMORY]` block to keep in mind for the rest of the task: the \
+project brief, the user's preferences, architecture, tech and product context and recent \
+progress, then the memories most relevant to `query` (or, without one, to the latest prompt \
+of `session`), within `budget` tokens (default 1500). Each line ends with the memory's type, \
+date and id, for memory_get, memory_supersede or memory_forget. The block is the same, byte \
+for byte, until the memories it shows change: call it at the start of a task, not per turn. \
+Returns {"text", "tokens", "records", "dropped", "truncated", "query"}; an empty text means \
+nothing is remembered for this project yet.\
+"""

@@ -55,7 +55,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -69,6 +69,9 @@ from ._models import describe
 from ._native import Embedder, TextIndex
 from ._privacy import Level, classify, filter_text
 from ._timephrase import resolve
+
+if TYPE_CHECKING:
+    from ._sessions import SessionEvent
 
 __all__ = [
     "SINGLETON_TYPES",
@@ -526,12 +529,30 @@ class MemoryStore:
         ).fetchall()
         return [*(_record(r) for r in reversed(earlier)), center, *(_record(r) for r in later)]
 
-    def context(self, query: str | None = None, *, budget: int = 1500) -> MemoryBlock:
+    def context(
+        self, query: str | None = None, *, session: str | None = None, budget: int = 1500
+    ) -> MemoryBlock:
         """The ``[MEMORY]`` block for a system prompt: this project's structured records
-        and those most relevant to ``query``, within ``budget`` tokens, byte-identical
+        and those most relevant to the task, within ``budget`` tokens, byte-identical
         between calls unless the records it shows changed (see
-        :mod:`coderecall._memory_context`)."""
+        :mod:`coderecall._memory_context`). The task is ``query``, else the latest prompt
+        of ``session``."""
+        if query is None and session is not None:
+            from ._sessions import Sessions  # sessions build on the store
+
+            prompts = Sessions(self).events(session, kinds=["prompt"])
+            query = prompts[-1].text if prompts else None
         return build_block(self, query, budget)
+
+    def events_around(
+        self, record_id: int, *, before: int = 5, after: int = 5
+    ) -> list[SessionEvent]:
+        """The session events of this project nearest the time ``record_id`` was written,
+        in time order: what was going on when it was learned."""
+        from ._sessions import Sessions  # sessions build on the store
+
+        center = self._get_one(record_id)
+        return Sessions(self).around(center.created_at, before=before, after=after)
 
     def _anchor(self) -> datetime:
         """ "Today" for time phrases: the newest record of this project, else now."""

@@ -1,0 +1,282 @@
+"""``coderecall hook EVENT``: lifecycle hooks of agent hosts (Claude Code, Codex).
+
+The host runs the command with one JSON object on stdin and reads one JSON object from
+stdout. Both hosts send snake_case payloads with ``session_id``, ``cwd`` and
+``hook_event_name`` (Codex adds ``turn_id`` and ``model``), and both take extra context as
+``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}``.
+
+==================  =========================================  ==============================
+command             host events                                 what it does
+==================  =========================================  ==============================
+``session-start``   ``SessionStart`` (startup, resume, clear,   opens the session; answers the
+                    compact)                                    ``[MEMORY]`` block, plus the
+                                                                session snapshot when the
+                                                                session has a history (resume,
+                                                                or after the host compacted)
+``prompt``          ``UserPromptSubmit``                        records the prompt
+``tool``            ``PostToolUse``                             records the tool call: an
+                                                                ``edit`` for file writes, an
+                                                                ``error`` for failures, else a
+                                                                compacted ``tool`` result
+``stop``            ``Stop``, ``SubagentStop``, ``SessionEnd``  records the assistant's last
+                                                                message; ``SessionEnd`` ends
+                                                                the session with a summary
+``compact``         ``PreCompact`` (``PostCompact``)            notes the compaction and
+                                                                rebuilds the snapshot that the
+                                                                next ``SessionStart`` injects
+==================  =========================================  ==============================
+
+Subagents: an event that carries ``agent_id`` (Claude Code) comes from a child session
+``<session_id>/agent/<agent_id>`` of the main one; a ``parent_session_id`` (hosts that give
+subagents their own sessions) links the two. Either way the events land in the root's log.
+
+A hook must never break its host: a payload that cannot be read or a store that cannot be
+opened gives ``{}`` on stdout, a one-line reason on stderr, and exit status 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from ._errors import Error
+from ._memory import MemoryStore
+from ._sessions import Sessions
+
+__all__ = ["HOOK_EVENTS", "HookResult", "run_hook"]
+
+CONTEXT_BUDGET = 1500
+"""Tokens of the ``[MEMORY]`` block injected at session start."""
+SNAPSHOT_BUDGET = 1200
+"""Tokens of the session snapshot re-injected after the host compacted its context."""
+_TRANSCRIPT_TAIL = 1 << 20
+"""Bytes read from the end of a transcript to find the last assistant message."""
+_EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch"})
+_SUMMARY_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class HookResult:
+    """What a hook answers the host (``output``) and what it recorded."""
+
+    output: dict[str, Any]
+    session: str | None = None
+    recorded: int | None = None
+    """Id of the event recorded, if any."""
+
+
+def run_hook(
+    event: str,
+    payload: Mapping[str, Any],
+    *,
+    memory: str | Path | None = None,
+) -> HookResult:
+    """Handle one hook call: ``event`` is a command of the table above, ``payload`` the
+    host's JSON. Raises :class:`~coderecall.Error` subclasses on bad input; the CLI turns
+    those into ``{}`` and a message (see the module docs)."""
+    handler = _HANDLERS.get(event)
+    if handler is None:
+        raise _HookError(f"unknown hook {event!r}; expected one of {', '.join(HOOK_EVENTS)}")
+    session = _text(payload, "session_id")
+    if not session:
+        raise _HookError("the hook payload has no session_id")
+    cwd = _text(payload, "cwd") or "."
+    root = Path(cwd).expanduser()
+    with MemoryStore(root if root.is_dir() else cwd, path=memory) as store:
+        sessions = Sessions(store)
+        current = _session_of(sessions, payload, session)
+        return handler(_Call(store, sessions, current, payload))
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    store: MemoryStore
+    sessions: Sessions
+    session: str
+    payload: Mapping[str, Any]
+
+    @property
+    def host_event(self) -> str:
+        return _text(self.payload, "hook_event_name")
+
+
+class _HookError(Error):
+    """A hook payload that cannot be handled."""
+
+
+def _session_start(call: _Call) -> HookResult:
+    host = "codex" if "turn_id" in call.payload or "model" in call.payload else "claude-code"
+    known = call.sessions.info(call.session)
+    call.sessions.start(call.session, host=host)
+    source = _text(call.payload, "source") or "startup"
+    parts: list[str] = []
+    block = call.store.context(budget=CONTEXT_BUDGET).text
+    if block:
+        parts.append(block)
+    if known is not None or source in ("resume", "compact"):
+        snapshot = call.sessions.snapshot(call.session, budget=SNAPSHOT_BUDGET)
+        if snapshot:
+            parts.append(snapshot)
+    output = _context(call.host_event or "SessionStart", "\n\n".join(parts))
+    return HookResult(output, call.session)
+
+
+def _prompt(call: _Call) -> HookResult:
+    prompt = _text(call.payload, "prompt")
+    event = call.sessions.record(call.session, "prompt", prompt) if prompt.strip() else None
+    return HookResult({}, call.session, event.id if event else None)
+
+
+def _tool(call: _Call) -> HookResult:
+    name = _text(call.payload, "tool_name") or "tool"
+    given = call.payload.get("tool_input")
+    arguments: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    response = call.payload.get("tool_response")
+    failed, output = _outcome(response)
+    path = _text(arguments, "file_path") or _text(arguments, "notebook_path")
+    meta: dict[str, Any] = {"tool": name}
+    if path:
+        meta["path"] = path
+    if name in _EDIT_TOOLS and not failed:
+        kind, text = "edit", f"{name} {path or _first_line(_text(arguments, 'input'))}"
+    else:
+        command = _text(arguments, "command") or path or _first_line(json.dumps(arguments))
+        kind = "error" if failed else "tool"
+        text = f"{name}: {command}\n{output}".rstrip()
+    event = call.sessions.record(call.session, kind, text, meta=meta)
+    return HookResult({}, call.session, event.id if event else None)
+
+
+def _stop(call: _Call) -> HookResult:
+    if call.host_event == "SessionEnd":  # the last turn's Stop recorded its message
+        snapshot = call.sessions.snapshot(call.session, budget=SNAPSHOT_BUDGET)
+        call.sessions.end(call.session, summary=snapshot or None)
+        return HookResult({}, call.session)
+    message = _text(call.payload, "last_assistant_message") or _last_assistant_message(
+        _text(call.payload, "transcript_path")
+    )
+    event = None
+    if message.strip():
+        event = call.sessions.record(call.session, "summary", message[:_SUMMARY_CHARS])
+    return HookResult({}, call.session, event.id if event else None)
+
+
+def _compact(call: _Call) -> HookResult:
+    trigger = _text(call.payload, "trigger") or "auto"
+    event = call.sessions.record(call.session, "note", f"context compacted ({trigger})")
+    call.sessions.snapshot(call.session, budget=SNAPSHOT_BUDGET)  # ready for SessionStart
+    return HookResult({}, call.session, event.id if event else None)
+
+
+_HANDLERS: dict[str, Callable[[_Call], HookResult]] = {
+    "session-start": _session_start,
+    "prompt": _prompt,
+    "tool": _tool,
+    "stop": _stop,
+    "compact": _compact,
+}
+HOOK_EVENTS = tuple(_HANDLERS)
+
+
+def _session_of(sessions: Sessions, payload: Mapping[str, Any], session: str) -> str:
+    """The session an event belongs to: a subagent's own child session when the payload
+    names one, linked to its parent."""
+    parent = _text(payload, "parent_session_id")
+    if parent and parent != session:
+        sessions.start(session, parent=parent)
+    agent = _text(payload, "agent_id")
+    if agent:
+        child = f"{session}/agent/{agent}"
+        sessions.start(child, parent=session)
+        return child
+    return session
+
+
+def _context(event: str, text: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def _outcome(response: object) -> tuple[bool, str]:
+    """Whether a tool call failed, and its output as text."""
+    if isinstance(response, str):
+        return False, response
+    if not isinstance(response, Mapping):
+        return False, "" if response is None else json.dumps(response)
+    failed = bool(response.get("is_error")) or response.get("success") is False
+    code = response.get("exit_code", response.get("exitCode"))
+    if isinstance(code, int) and code != 0:
+        failed = True
+    if response.get("interrupted") is True:
+        failed = True
+    pieces = [
+        str(response[key])
+        for key in ("stdout", "output", "stderr", "error", "content")
+        if isinstance(response.get(key), str) and response[key]
+    ]
+    return failed, "\n".join(pieces)
+
+
+def _last_assistant_message(transcript: str) -> str:
+    """The text of the last assistant message of a JSON Lines transcript (Claude Code's
+    format), read from the file's end; ``""`` when there is none or it cannot be read."""
+    if not transcript:
+        return ""
+    try:
+        with open(transcript, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - _TRANSCRIPT_TAIL))
+            tail = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    for line in reversed(tail.splitlines()):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("type") != "assistant":
+            continue
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            texts = [
+                part["text"]
+                for part in content
+                if isinstance(part, dict) and part.get("type") == "text" and part.get("text")
+            ]
+            if texts:
+                return "\n".join(texts)
+    return ""
+
+
+def _text(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0][:200] if text.strip() else ""
+
+
+def main(event: str, stdin: IO[str], stdout: IO[str], memory: str | None = None) -> int:
+    """The CLI's entry: never fails the host (see the module docs)."""
+    try:
+        raw = stdin.read()
+        payload = json.loads(raw) if raw.strip() else {}
+        if not isinstance(payload, dict):
+            raise _HookError("the hook payload is not a JSON object")
+        output = run_hook(event, payload, memory=memory).output
+    except (Error, ValueError, OSError) as exc:
+        print(f"coderecall hook {event}: {exc}", file=sys.stderr)
+        output = {}
+    stdout.write(json.dumps(output, ensure_ascii=False))
+    stdout.write("\n")
+    return 0

@@ -1,0 +1,203 @@
+"""``coderecall hook``: recorded payloads of Claude Code and Codex in, the JSON each host
+expects out, and the events they leave in the session log."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coderecall._hooks import main
+from coderecall._memory import MemoryStore
+from coderecall._sessions import Sessions
+
+PAYLOADS = Path(__file__).parent / "hook_payloads"
+CLAUDE = "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"
+CODEX = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
+COMMAND = {
+    "SessionStart": "session-start",
+    "UserPromptSubmit": "prompt",
+    "PostToolUse": "tool",
+    "Stop": "stop",
+    "SessionEnd": "stop",
+    "PreCompact": "compact",
+}
+PYTEST_OUTPUT = "\n".join(
+    [
+        "============================= test session starts ==============================",
+        *(f"tests/test_refund.py::test_case_{i} PASSED" for i in range(300)),
+        "FAILED tests/test_refund.py::test_partial_refund - AssertionError: 9.99 != 10.0",
+        *(f"tests/test_refund.py::test_more_{i} PASSED" for i in range(300)),
+        "========================= 1 failed, 600 passed in 3.21s =========================",
+    ]
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "shop"
+    (root / "shop").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(
+        ["git", "-C", str(root), "remote", "add", "origin", "git@github.com:acme/shop.git"],
+        check=True,
+    )
+    return root
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def store(project: Path, memory: Path) -> Iterator[MemoryStore]:
+    with MemoryStore(project, path=memory) as opened:
+        yield opened
+
+
+def _payloads(name: str, **values: str) -> list[dict[str, Any]]:
+    out = []
+    for line in (PAYLOADS / name).read_text(encoding="utf-8").splitlines():
+        for key, value in values.items():
+            line = line.replace("{" + key + "}", json.dumps(value)[1:-1])
+        out.append(json.loads(line))
+    return out
+
+
+def _hook(payload: dict[str, Any], memory: Path) -> dict[str, Any]:
+    out = io.StringIO()
+    status = main(
+        COMMAND[payload["hook_event_name"]], io.StringIO(json.dumps(payload)), out, str(memory)
+    )
+    assert status == 0
+    answer: dict[str, Any] = json.loads(out.getvalue())
+    return answer
+
+
+def _context(answer: dict[str, Any], event: str) -> str:
+    assert answer["hookSpecificOutput"]["hookEventName"] == event
+    context: str = answer["hookSpecificOutput"]["additionalContext"]
+    return context
+
+
+def test_a_claude_code_session_is_recorded_and_restored_after_compaction(
+    project: Path, memory: Path, store: MemoryStore, tmp_path: Path
+) -> None:
+    store.add("A web shop for bicycle parts.", "project-brief")
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_text(
+        "\n".join(
+            json.dumps(entry)
+            for entry in [
+                {"type": "user", "message": {"role": "user", "content": "Fix the test"}},
+                {
+                    "type": "assistant",
+                    "message": {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}},
+                            {"type": "text", "text": "Froze the clock in the refund test."},
+                        ],
+                    },
+                },
+            ]
+        ),
+        encoding="utf-8",
+    )
+    steps = _payloads(
+        "claude_code.jsonl",
+        cwd=str(project),
+        transcript=str(transcript),
+        pytest_output=PYTEST_OUTPUT,
+    )
+    answers = [_hook(payload, memory) for payload in steps]
+
+    start = _context(answers[0], "SessionStart")
+    assert start.startswith("[MEMORY]")
+    assert "bicycle parts" in start
+    assert "## Task" not in start  # a new session has no snapshot yet
+    assert all(answer == {} for answer in answers[1:7])
+
+    sessions = Sessions(store)
+    log = sessions.events(CLAUDE)
+    assert [e.kind for e in log] == ["prompt", "tool", "edit", "error", "summary", "note"]
+    prompt, tool, edit, error, summary, _ = log
+    assert "sk-proj-Abcdefghij" not in prompt.text  # redacted
+    assert "FAILED tests/test_refund.py::test_partial_refund" in tool.text
+    assert tool.text.count("\n") < 80  # compacted: head, the failure, tail
+    assert edit.meta["path"].endswith("shop/refunds.py")
+    assert error.origin == f"{CLAUDE}/agent/a7f3"  # the subagent's session...
+    assert error.session == CLAUDE  # ...logs into the root's
+    assert "could not read Username" in error.text
+    assert summary.text == "Froze the clock in the refund test."
+
+    restored = _context(answers[7], "SessionStart")
+    assert "bicycle parts" in restored
+    assert "Fix the flaky refund test" in restored
+    assert "refunds.py" in restored
+    assert "could not read Username" in restored
+
+    summaries = store.records(type="session-summary")
+    assert len(summaries) == 1
+    assert summaries[0].session == CLAUDE
+    assert "Fix the flaky refund test" in summaries[0].text
+    around = store.events_around(summaries[0].id, before=3, after=3)
+    assert [e.kind for e in around] == ["error", "summary", "note"]  # what led up to it
+    raw = b"".join(p.read_bytes() for p in memory.parent.glob(memory.name + "*"))
+    assert b"sk-proj-Abcdefghij" not in raw
+
+
+def test_a_codex_session_resumes_with_its_snapshot(
+    project: Path, memory: Path, store: MemoryStore
+) -> None:
+    answers = [_hook(p, memory) for p in _payloads("codex.jsonl", cwd=str(project))]
+    assert answers[0] == {}  # no memory yet: nothing to add
+    assert answers[1:4] == [{}, {}, {}]
+    resumed = _context(answers[4], "SessionStart")
+    assert "Add a CSV export to the orders page" in resumed
+    assert "error[E0425]" in resumed
+    info = Sessions(store).info(CODEX)
+    assert info is not None
+    assert info.host == "codex"
+    kinds = [e.kind for e in Sessions(store).events(CODEX)]
+    assert kinds == ["prompt", "tool", "summary"]
+
+
+def test_bad_payloads_never_break_the_host(
+    memory: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for event, stdin in [
+        ("prompt", "not json"),
+        ("prompt", "[1, 2]"),
+        ("tool", json.dumps({"cwd": "/"})),  # no session id
+        ("nonsense", json.dumps({"session_id": "s", "cwd": "/"})),
+    ]:
+        out = io.StringIO()
+        assert main(event, io.StringIO(stdin), out, str(memory)) == 0
+        assert json.loads(out.getvalue()) == {}
+    assert capsys.readouterr().err.count("coderecall hook") == 4
+
+
+def test_the_command_line_hook_answers_the_host(
+    project: Path, memory: Path, store: MemoryStore
+) -> None:
+    store.add("Prefer small pull requests.", "preference", scope="user")
+    payload = _payloads("claude_code.jsonl", cwd=str(project), transcript="", pytest_output="")[0]
+    env = dict(os.environ, CODERECALL_MEMORY=str(memory))
+    done = subprocess.run(
+        [sys.executable, "-m", "coderecall", "hook", "session-start"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert "Prefer small pull requests." in _context(json.loads(done.stdout), "SessionStart")
