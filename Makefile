@@ -4,7 +4,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/coderecall/target
 PYTHON ?= python3
 CARGO ?= cargo
 
-.PHONY: install build-dev build-release test test-rust test-python test-model lint format bench-speed bench-quality bench-semantic bench-fresh bench-agent
+.PHONY: install build-dev build-release test test-rust test-python test-model lint format bench-speed bench-quality bench-semantic bench-fresh bench-agent bench-memory
 
 ## install: the package in editable mode with the development tools
 install:
@@ -60,6 +60,10 @@ bench-semantic:
 bench-agent:
 	$(PYTHON) -m benches.speed.graph $(ARGS)
 	$(PYTHON) -m benches.mcp_latency $(ARGS)
+
+## bench-memory: agent-memory retrieval on LoCoMo (data: ../shared/data or $$CODERECALL_LOCOMO)
+bench-memory:
+	$(PYTHON) -m benches.memory $(ARGS)
 
 ## bench-fresh: no-op re-index, branch switch, garbage collection, edit-to-searchable under a watcher
 bench-fresh:
