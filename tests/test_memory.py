@@ -324,12 +324,16 @@ def test_time_phrases_are_resolved_against_the_records_dates(store: MemoryStore)
     }
     for at, text in days.items():
         store.add(text, "decision", at=at)
-    # The newest record (June 10, 2025) is "today", whatever the wall clock says.
-    assert [h.snippet for h in store.search("ledger yesterday")] == [
-        "Ledger exports moved to a nightly job."
-    ]
-    assert [h.snippet for h in store.search("what about postgres in March")] == [
-        "Chose Postgres for the ledger service."
+    # The newest record (June 10, 2025) is "today", whatever the wall clock says. Records
+    # of the phrase's window come first; the others still follow.
+    yesterday = [h.snippet for h in store.search("ledger yesterday")]
+    assert yesterday[0] == "Ledger exports moved to a nightly job."
+    assert len(yesterday) == 4
+    assert [h.snippet for h in store.search("ledger", limit=1)] != yesterday[:1]
+    march = [h.snippet for h in store.search("what about postgres in March")]
+    assert march == [
+        "Chose Postgres for the ledger service.",
+        "Postgres vacuum tuned for the ledger.",
     ]
     last_week = store.search("last week")
     assert [h.snippet for h in last_week] == ["Postgres vacuum tuned for the ledger."]

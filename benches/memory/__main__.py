@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
     if windowed:
         notes.append(
             f"{windowed} scored question(s) name a time the store resolves into a date window "
-            f"(against the conversation's last session) and search only within; for {outside} "
+            f"(against the conversation's last session) and rank first; for {outside} "
             "of them every evidence turn was said outside that window (the question dates "
             "the event, the record is dated when it was told)"
         )

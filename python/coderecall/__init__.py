@@ -26,6 +26,8 @@ from ._graph import CallEdge, CallGraphResult, CallPath, Definition
 from ._hub import pull_model
 from ._index import CodeIndex
 from ._kb import KnowledgeBase
+from ._memory import MemoryHit, MemoryRecord, MemoryStore, WriteResult
+from ._memory_context import MemoryBlock
 from ._models import ModelInfo, distill_model, list_models, load_embedder, models_dir
 from ._native import Embedder, __version__
 from ._results import (
@@ -36,6 +38,7 @@ from ._results import (
     IndexStatus,
     SearchHit,
 )
+from ._sessions import SessionEvent, SessionInfo, Sessions
 from ._watch import Watcher
 
 __all__ = [
@@ -59,6 +62,10 @@ __all__ = [
     "IndexReport",
     "IndexStatus",
     "KnowledgeBase",
+    "MemoryBlock",
+    "MemoryHit",
+    "MemoryRecord",
+    "MemoryStore",
     "ModelError",
     "ModelInfo",
     "ProviderAuthError",
@@ -68,8 +75,12 @@ __all__ = [
     "QueryError",
     "RootRefusedError",
     "SearchHit",
+    "SessionEvent",
+    "SessionInfo",
+    "Sessions",
     "StoreError",
     "Watcher",
+    "WriteResult",
     "__version__",
     "distill_model",
     "list_models",

@@ -482,20 +482,25 @@ class MemoryStore:
         as compact hits; :meth:`get` returns them whole.
 
         A time phrase in the query ("yesterday", "last week", "in March") is resolved
-        against the dates of this project's records (the newest is "today") and narrows the
-        search to that window, as ``since``/``until`` do. A query that is only a time phrase
-        lists that window's records, newest first. Filters: type(s), scope, tags (all must
-        be present), privacy (private records only with ``include_private``).
+        against the dates of this project's records (the newest is "today"). Records written
+        in that window rank higher, but the others still compete: what a question dates is
+        often told later than it happened. A query that is only a time phrase lists that
+        window's records, newest first. Filters (strict): type(s), scope, tags (all must be
+        present), ``since``/``until``, privacy (private records only with
+        ``include_private``).
         """
         if limit < 1:
             raise QueryError(f"limit must be at least 1, got {limit}")
         resolved = resolve(query, self._anchor())
-        start = max(filter(None, (resolved.start, _aware(since))), default=None)
-        end = min(filter(None, (resolved.end, _aware(until))), default=None)
+        text = resolved.query.strip()
+        window = (resolved.start, resolved.end) if resolved.phrase else (None, None)
+        start, end = _aware(since), _aware(until)
+        if not text:  # a listing: the window is the filter
+            start = max(filter(None, (window[0], start)), default=None)
+            end = min(filter(None, (window[1], end)), default=None)
         candidates = self._filtered_ids(type, scope, tuple(tags), start, end, include_private)
         if not candidates:
             return []
-        text = resolved.query.strip()
         if not text:
             newest = sorted(candidates.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
             return self._hits([(i, 0.0, ()) for i, _ in newest])
@@ -503,9 +508,16 @@ class MemoryStore:
         depth = max(limit * _OVERFETCH, _MIN_DEPTH)
         lexical = self._text_index().search(text, depth, allowed)
         semantic = self._nearest(text, depth, allowed)
-        if semantic is None:
-            return self._hits([(i, s, ("lexical",)) for i, s in lexical[:limit]])
-        return self._hits(_fuse(lexical, semantic)[:limit])
+        ranked = (
+            [(i, s, ("lexical",)) for i, s in lexical]
+            if semantic is None
+            else _fuse(lexical, semantic)
+        )
+        if window != (None, None):
+            low = window[0].timestamp() if window[0] is not None else float("-inf")
+            high = window[1].timestamp() if window[1] is not None else float("inf")
+            ranked = _prefer(ranked, {i for i, at in candidates.items() if low <= at < high})
+        return self._hits(ranked[:limit])
 
     def timeline(self, record_id: int, *, before: int = 5, after: int = 5) -> list[MemoryRecord]:
         """The records of this project written around ``record_id``, in time order (current
@@ -965,6 +977,24 @@ def _fuse(
             channels[key] = (*channels.get(key, ()), name)
     order = sorted(scores, key=lambda key: (-scores[key], key))
     return [(key, scores[key], channels[key]) for key in order]
+
+
+def _prefer(
+    ranked: Sequence[tuple[int, float, tuple[str, ...]]], preferred: set[int]
+) -> list[tuple[int, float, tuple[str, ...]]]:
+    """``ranked`` fused by reciprocal rank with its own ``preferred`` part: those rise
+    without the others dropping out."""
+    inside = {key: rank for rank, key in enumerate(k for k, _, _ in ranked if k in preferred)}
+    scored = [
+        (
+            key,
+            1.0 / (_RRF_K + rank + 1)
+            + (1.0 / (_RRF_K + inside[key] + 1) if key in inside else 0.0),
+            channels,
+        )
+        for rank, (key, _, channels) in enumerate(ranked)
+    ]
+    return sorted(scored, key=lambda item: (-item[1], item[0]))
 
 
 def _check_type(kind: str) -> str:
