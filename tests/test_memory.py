@@ -161,9 +161,14 @@ def test_user_scope_follows_the_user_and_projects_never_mix(db: Path) -> None:
         MemoryStore(PROJECT, path=db) as shop,
         MemoryStore("github.com/acme/blog", path=db) as blog,
     ):
-        shop.add("Prefers tabs over spaces.", "preference", scope="user")
-        shop.add("Orders are sharded by region.", "architecture")
+        tabs = shop.add("Prefers tabs over spaces.", "preference", scope="user").record
+        orders = shop.add("Orders are sharded by region.", "architecture").record
         blog.add("Posts are rendered at build time.", "architecture")
+        assert tabs is not None
+        assert orders is not None
+        assert [r.id for r in blog.get([orders.id, tabs.id])] == [tabs.id]  # by id neither
+        with pytest.raises(QueryError, match="no memory"):
+            blog.forget(orders.id, "not yours")
         assert {r.text for r in blog.records()} == {
             "Prefers tabs over spaces.",
             "Posts are rendered at build time.",

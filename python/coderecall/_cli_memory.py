@@ -4,11 +4,9 @@
 ``--root`` (the project; its identity comes from its git remote), ``--memory`` (the database;
 default ``$CODERECALL_MEMORY``, else the XDG data folder) and ``--json``.
 
-The helpers at the top (:func:`parse_when`, :func:`brief`, :func:`write_result`,
-:func:`readable`) are shared with the MCP memory tools (:mod:`coderecall._mcp`), so both
-read the same dates, show the same compact items and apply the same visibility rules: a
-record of another project counts as unknown, and a private record is shown only when asked
-for (``--include-private``, ``include_private=true``).
+The visibility rules are the store's (:meth:`MemoryStore.readable`), shared with the MCP
+memory tools: a record of another project counts as unknown, and a private record is shown
+only when asked for (``--include-private``).
 """
 
 from __future__ import annotations
@@ -16,10 +14,8 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-import re
 import sys
-from collections.abc import Iterable
-from datetime import date, datetime, time, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,108 +23,13 @@ from rich.console import Console
 
 from ._cli import _positive_int, _print_json, _print_rows, _stdout
 from ._errors import QueryError
+from ._memory import snippet
+from ._timephrase import parse_bound
 
 if TYPE_CHECKING:  # the store is imported when a memory command runs, not for every command
-    from ._memory import MemoryRecord, MemoryStore, WriteResult
+    from ._memory import MemoryRecord, MemoryStore
 
-__all__ = ["brief", "parse_when", "readable", "register", "write_result"]
-
-_SNIPPET = 160
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-# -- shared with the MCP tools ------------------------------------------------------------
-
-
-def parse_when(text: str, *, end: bool = False) -> datetime:
-    """A ``--since``/``--until`` bound: an ISO date (``2026-03-05``, local midnight; with
-    ``end``, the midnight after it, so the day is included) or an ISO 8601 time (naive
-    times are local; ``Z`` is UTC)."""
-    value = text.strip()
-    try:
-        if _DAY.fullmatch(value):
-            day = date.fromisoformat(value) + timedelta(days=1 if end else 0)
-            return datetime.combine(day, time()).astimezone()
-        if value.endswith(("Z", "z")):
-            value = value[:-1] + "+00:00"  # Python 3.10 does not read "Z"
-        at = datetime.fromisoformat(value)
-    except ValueError:
-        raise QueryError(
-            f"not a date: {text!r} (expected YYYY-MM-DD or an ISO 8601 time)"
-        ) from None
-    return at if at.tzinfo is not None else at.astimezone()
-
-
-def state(record: MemoryRecord) -> str:
-    """``current``, ``superseded by N`` or ``forgotten``."""
-    if record.forgotten_at is not None:
-        return "forgotten"
-    if record.superseded_by is not None:
-        return f"superseded by {record.superseded_by}"
-    return "current"
-
-
-def brief(record: MemoryRecord) -> dict[str, Any]:
-    """A record as a compact item: what a timeline shows (the full text is :meth:`to_dict`)."""
-    return {
-        "id": record.id,
-        "type": record.type,
-        "scope": record.scope,
-        "created_at": record.created_at.isoformat(),
-        "snippet": _snippet(record.text),
-        "tags": list(record.tags),
-        "state": state(record),
-    }
-
-
-def write_result(result: WriteResult) -> dict[str, Any]:
-    """What an add did, as JSON data."""
-    return {
-        "action": result.action,
-        "record": result.record.to_dict() if result.record is not None else None,
-        "redactions": list(result.redactions),
-        "private_sections": result.private_sections,
-        "superseded": list(result.superseded),
-        "reason": result.reason,
-    }
-
-
-def readable(
-    store: MemoryStore, ids: Iterable[int], *, include_private: bool
-) -> tuple[list[MemoryRecord], list[int], list[int]]:
-    """The records of ``ids`` this project may read, in the order asked; the ids that are
-    unknown here (no such record, or another project's); the private ones withheld."""
-    found = {r.id: r for r in store.get(ids)}
-    records: list[MemoryRecord] = []
-    unknown: list[int] = []
-    private: list[int] = []
-    for i in dict.fromkeys(int(i) for i in ids):
-        record = found.get(i)
-        if record is None or (record.scope == "project" and record.project != store.project):
-            unknown.append(i)
-        elif record.privacy == "private" and not include_private:
-            private.append(i)
-        else:
-            records.append(record)
-    return records, unknown, private
-
-
-def readable_one(
-    store: MemoryStore, record_id: int, *, include_private: bool, hint: str = ""
-) -> MemoryRecord:
-    """The record ``record_id`` of this project, or :class:`QueryError` saying why not
-    (``hint`` follows the message for a private one)."""
-    records, unknown, _ = readable(store, [record_id], include_private=include_private)
-    if unknown:
-        raise QueryError(f"no memory {record_id} in this project")
-    if not records:
-        raise QueryError(f"memory {record_id} is private{hint}")
-    return records[0]
-
-
-def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _SNIPPET else flat[: _SNIPPET - 1].rstrip() + "…"
+__all__ = ["register"]
 
 
 # -- the commands -------------------------------------------------------------------------
@@ -233,14 +134,14 @@ def _count(text: str) -> int:
 
 def _since(text: str) -> datetime:
     try:
-        return parse_when(text)
+        return parse_bound(text)
     except QueryError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _until(text: str) -> datetime:
     try:
-        return parse_when(text, end=True)
+        return parse_bound(text, end=True)
     except QueryError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -302,7 +203,7 @@ def _add(args: argparse.Namespace) -> int:
             privacy="private" if args.private else None,
         )
     if args.json:
-        _print_json(write_result(result))
+        _print_json(result.to_dict())
     else:
         console = _stdout()
         if result.record is None:
@@ -327,7 +228,7 @@ def _add(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        records, unknown, private = readable(store, args.ids, include_private=args.include_private)
+        records, unknown, private = store.readable(args.ids, include_private=args.include_private)
         if unknown:
             raise QueryError(f"no memory {_ids(unknown)} in this project")
         if private:
@@ -356,8 +257,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _timeline(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        readable_one(
-            store,
+        store.readable_one(
             args.id,
             include_private=False,
             hint=f" (`coderecall memory show {args.id} --include-private` shows it)",
@@ -368,7 +268,7 @@ def _timeline(args: argparse.Namespace) -> int:
         _print_json(
             {
                 "center": args.id,
-                "records": [brief(r) for r in records],
+                "records": [r.brief() for r in records],
                 "events": [e.to_dict() for e in events],
             }
         )
@@ -386,7 +286,7 @@ def _timeline(args: argparse.Namespace) -> int:
 
 def _forget(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        readable_one(store, args.id, include_private=True)
+        store.readable_one(args.id, include_private=True)
         tombstone = store.forget(args.id, args.reason)
     if args.json:
         _print_json(tombstone.to_dict())
@@ -440,7 +340,7 @@ def _line(
     """``#12  decision  2026-03-05  the text…  [db, wal]``"""
     labels = f"  [{', '.join(tags)}]" if tags else ""
     console.print(
-        f"{mark}#{record_id}  {kind}  {created.astimezone():%Y-%m-%d}  {_snippet(text)}{labels}",
+        f"{mark}#{record_id}  {kind}  {created.astimezone():%Y-%m-%d}  {snippet(text)}{labels}",
         markup=False,
         highlight=False,
     )
@@ -458,7 +358,7 @@ def _print_record(console: Console, r: MemoryRecord) -> None:
         rows.append(("tags", ", ".join(r.tags)))
     if r.session:
         rows.append(("session", r.session))
-    rows.append(("state", state(r)))
+    rows.append(("state", r.state))
     if r.forgotten_at is not None:
         rows.append(
             ("forgotten", f"{r.forgotten_at.astimezone():%Y-%m-%d %H:%M}: {r.forget_reason}")

@@ -38,6 +38,7 @@ from ._graph import Direction
 from ._index import CodeIndex
 from ._native import __version__
 from ._results import SearchHit
+from ._timephrase import parse_bound
 from ._tokens import default_counter
 
 if TYPE_CHECKING:  # imported on the first memory call (see McpService.memory)
@@ -301,30 +302,25 @@ class McpService:
         until: str | None = None,
         include_private: bool = False,
     ) -> str:
-        from ._cli_memory import parse_when
-
         hits = self.memory().search(
             query,
             limit=limit,
             type=type,
             scope=scope,
             tags=_strings(tags),
-            since=parse_when(since) if since is not None else None,
-            until=parse_when(until, end=True) if until is not None else None,
+            since=parse_bound(since) if since is not None else None,
+            until=parse_bound(until, end=True) if until is not None else None,
             include_private=include_private,
         )
         rows = [hit.to_dict() for hit in hits]
         return self._answer({"hits": rows}, cut="hits", hint=_MEMORY_HINT, index=False)
 
     def memory_timeline(self, record_id: int, before: int, after: int) -> str:
-        from ._cli_memory import brief, readable_one
-
         for name, value in (("before", before), ("after", after)):
             if not 0 <= value <= _MAX_TIMELINE:
                 raise QueryError(f"{name} must be between 0 and {_MAX_TIMELINE}, got {value}")
         store = self.memory()
-        readable_one(
-            store,
+        store.readable_one(
             record_id,
             include_private=False,
             hint=" (memory_get with include_private=true reads it)",
@@ -333,18 +329,16 @@ class McpService:
         events = store.events_around(record_id, before=before, after=after)
         data = {
             "center": record_id,
-            "records": [brief(r) for r in records],
+            "records": [r.brief() for r in records],
             "events": [e.to_dict() for e in events],
         }
         return self._answer(data, cut=("records", "events"), hint=_MEMORY_HINT, index=False)
 
     def memory_get(self, ids: int | list[int], include_private: bool = False) -> str:
-        from ._cli_memory import readable
-
         wanted = [ids] if isinstance(ids, int) else list(ids)
         if not wanted:
             raise QueryError("give at least one memory id")
-        records, unknown, private = readable(self.memory(), wanted, include_private=include_private)
+        records, unknown, private = self.memory().readable(wanted, include_private=include_private)
         if not records:
             what = f"no memory {_join(unknown)} in this project" if unknown else ""
             if private:
@@ -367,8 +361,6 @@ class McpService:
         session: str | None = None,
         private: bool = False,
     ) -> str:
-        from ._cli_memory import write_result
-
         result = self.memory().add(
             text,
             type,
@@ -377,21 +369,17 @@ class McpService:
             privacy="private" if private else None,
             session=session,
         )
-        return self._answer(write_result(result), index=False)
+        return self._answer(result.to_dict(), index=False)
 
     def memory_supersede(self, record_id: int, text: str, tags: str | list[str] | None) -> str:
-        from ._cli_memory import readable_one
-
         store = self.memory()
-        readable_one(store, record_id, include_private=True)
+        store.readable_one(record_id, include_private=True)
         new = store.supersede(record_id, text, tags=_strings(tags) if tags is not None else None)
         return self._answer({"superseded": record_id, "record": new.to_dict()}, index=False)
 
     def memory_forget(self, record_id: int, reason: str) -> str:
-        from ._cli_memory import readable_one
-
         store = self.memory()
-        readable_one(store, record_id, include_private=True)
+        store.readable_one(record_id, include_private=True)
         tombstone = store.forget(record_id, reason)
         return self._answer({"forgotten": tombstone.to_dict()}, index=False)
 

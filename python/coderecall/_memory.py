@@ -82,6 +82,7 @@ __all__ = [
     "MemoryStore",
     "WriteResult",
     "memory_path",
+    "snippet",
 ]
 
 TYPES = (
@@ -153,6 +154,27 @@ class MemoryRecord:
         """Neither superseded nor forgotten."""
         return self.superseded_by is None and self.forgotten_at is None
 
+    @property
+    def state(self) -> str:
+        """``current``, ``superseded by N`` or ``forgotten``."""
+        if self.forgotten_at is not None:
+            return "forgotten"
+        if self.superseded_by is not None:
+            return f"superseded by {self.superseded_by}"
+        return "current"
+
+    def brief(self) -> dict[str, Any]:
+        """The record as a compact item, as timelines show it (:meth:`to_dict` is whole)."""
+        return {
+            "id": self.id,
+            "type": self.type,
+            "scope": self.scope,
+            "created_at": self.created_at.isoformat(),
+            "snippet": snippet(self.text),
+            "tags": list(self.tags),
+            "state": self.state,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         for key in ("created_at", "updated_at", "forgotten_at"):
@@ -175,6 +197,16 @@ class WriteResult:
     superseded: tuple[int, ...] = ()
     """Records this write made non-current (aging)."""
     reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "record": self.record.to_dict() if self.record is not None else None,
+            "redactions": list(self.redactions),
+            "private_sections": self.private_sections,
+            "superseded": list(self.superseded),
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,15 +447,43 @@ class MemoryStore:
     # -- reading -----------------------------------------------------------------------
 
     def get(self, ids: Iterable[int]) -> list[MemoryRecord]:
-        """Full records, in the order asked (unknown ids are left out)."""
+        """Full records of this project (and the user's), in the order asked; ids of other
+        projects' records are left out like unknown ones."""
         wanted = list(dict.fromkeys(int(i) for i in ids))
         if not wanted:
             return []
         conn = self._conn()
         marks = ",".join("?" * len(wanted))
-        rows = conn.execute(f"SELECT * FROM records WHERE id IN ({marks})", wanted).fetchall()
+        rows = conn.execute(
+            f"SELECT * FROM records WHERE id IN ({marks}) AND (project = ? OR scope = 'user')",
+            [*wanted, self._project],
+        ).fetchall()
         by_id = {row["id"]: _record(row) for row in rows}
         return [by_id[i] for i in wanted if i in by_id]
+
+    def readable(
+        self, ids: Iterable[int], *, include_private: bool = False
+    ) -> tuple[list[MemoryRecord], list[int], list[int]]:
+        """What an agent may read of ``ids``: the records, in the order asked; the ids
+        unknown here (no such record, or another project's); the private ones withheld."""
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        found = {r.id: r for r in self.get(wanted)}
+        records = [found[i] for i in wanted if i in found]
+        unknown = [i for i in wanted if i not in found]
+        private = [r.id for r in records if r.privacy == "private" and not include_private]
+        return [r for r in records if r.id not in private], unknown, private
+
+    def readable_one(
+        self, record_id: int, *, include_private: bool = False, hint: str = ""
+    ) -> MemoryRecord:
+        """The record ``record_id`` if an agent may read it, else :class:`QueryError`
+        saying why (``hint`` follows the message for a private one)."""
+        records, unknown, _ = self.readable([record_id], include_private=include_private)
+        if unknown:
+            raise QueryError(f"no memory {record_id} in this project")
+        if not records:
+            raise QueryError(f"memory {record_id} is private{hint}")
+        return records[0]
 
     def records(
         self,
@@ -653,7 +713,7 @@ class MemoryStore:
                 id=i,
                 type=records[i].type,
                 scope=records[i].scope,
-                snippet=_snippet(records[i].text),
+                snippet=snippet(records[i].text),
                 tags=records[i].tags,
                 created_at=records[i].created_at,
                 score=round(score, 4),
@@ -1026,7 +1086,8 @@ def _rowid(cursor: sqlite3.Cursor) -> int:
     return rowid
 
 
-def _snippet(text: str, width: int = 160) -> str:
+def snippet(text: str, width: int = 160) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
 

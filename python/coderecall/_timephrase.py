@@ -67,9 +67,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone, tzinfo
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
-__all__ = ["Resolved", "resolve"]
+from ._errors import QueryError
+
+__all__ = ["Resolved", "parse_bound", "resolve"]
+
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,3 +487,22 @@ def _tidy(text: str) -> str:
     text = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", text)
     text = _REPEATED_COMMA.sub(",", text)
     return text.strip(" ,;:")
+
+
+def parse_bound(text: str, *, end: bool = False) -> datetime:
+    """A ``--since``/``--until`` bound: an ISO date (``2026-03-05``, local midnight; with
+    ``end``, the midnight after it, so the day is included) or an ISO 8601 time (naive
+    times are local; ``Z`` is UTC)."""
+    value = text.strip()
+    try:
+        if _ISO_DAY.fullmatch(value):
+            day = date.fromisoformat(value) + timedelta(days=1 if end else 0)
+            return datetime.combine(day, time()).astimezone()
+        if value.endswith(("Z", "z")):
+            value = value[:-1] + "+00:00"  # Python 3.10 does not read "Z"
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise QueryError(
+            f"not a date: {text!r} (expected YYYY-MM-DD or an ISO 8601 time)"
+        ) from None
+    return at if at.tzinfo is not None else at.astimezone()
