@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -113,6 +114,24 @@ class Targets:
     paths: list[str] = field(default_factory=list)
     locations: list[tuple[str, int]] = field(default_factory=list)
     chains: list[tuple[str, str]] = field(default_factory=list)
+    memories: list[int] = field(default_factory=list)
+
+
+async def seed_memory(client: Client, targets: Targets) -> None:
+    """Memories for the memory tools to find, written through ``memory_add`` into the run's
+    own database: one note per identifier and file the other rows use (synthetic text
+    naming real code, as an agent's notes would)."""
+    notes = [
+        f"{name} is where the work on {name} starts; check its callers first."
+        for name in targets.identifiers
+    ]
+    notes += [
+        f"Conventions of {path}: keep its public functions documented." for path in targets.paths
+    ]
+    for note in notes:
+        answer = await client.answer("memory_add", {"text": note, "type": "observation"})
+        if answer["record"] is not None:
+            targets.memories.append(int(answer["record"]["id"]))
 
 
 async def wait_ready(client: Client) -> float:
@@ -300,6 +319,41 @@ def rows_for(tools: Sequence[str], targets: Targets) -> list[Row]:
         "list_knowledge_bases": lambda: [
             Row("list_knowledge_bases", "list_knowledge_bases", [{}], "-")
         ],
+        "ask": lambda: [
+            Row("ask", "ask", _each("question", questions), _n(questions, "questions"))
+        ],
+        "memory_search": lambda: [
+            Row(
+                "memory_search",
+                "memory_search",
+                _each("query", questions + ids),
+                _n(questions + ids, "queries"),
+            )
+        ],
+        "memory_context": lambda: [
+            Row(
+                "memory_context",
+                "memory_context",
+                _each("query", questions),
+                _n(questions, "tasks"),
+            )
+        ],
+        "memory_get": lambda: [
+            Row(
+                "memory_get",
+                "memory_get",
+                [{"ids": i} for i in targets.memories],
+                _n(targets.memories, "memories"),
+            )
+        ],
+        "memory_timeline": lambda: [
+            Row(
+                "memory_timeline",
+                "memory_timeline",
+                [{"id": i} for i in targets.memories],
+                _n(targets.memories, "memories"),
+            )
+        ],
     }
     unknown = [tool for tool in tools if tool not in plans]
     if unknown:
@@ -351,9 +405,10 @@ class Run:
     rows: list[tuple[Row, Measured]]
 
 
-async def bench(root: Path, calls: int) -> Run:
+async def bench(root: Path, calls: int, memory: Path) -> Run:
+    env = {**os.environ, "CODERECALL_MEMORY": str(memory)}  # never the user's own memory
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "coderecall", "mcp", str(root)], env=dict(os.environ)
+        command=sys.executable, args=["-m", "coderecall", "mcp", str(root)], env=env
     )
     async with (
         stdio_client(params) as (read, write),
@@ -371,6 +426,7 @@ async def bench(root: Path, calls: int) -> Run:
         status = (await client.answer("index_status", {}))["status"]
         metrics = (await client.answer("index_metrics", {}))["metrics"]
         targets = await find_targets(client)
+        await seed_memory(client, targets)
         rows = rows_for(read_only, targets)
         measured = [(row, await measure(client, row, calls)) for row in rows]
     return Run(ready, status, str(metrics["embedding_model"] or "lexical only"), measured)
@@ -383,7 +439,8 @@ def render(run: Run, root: Path, calls: int) -> str:
         f"{machine()}; {native_build()}; {load()}\n",
         f"root {root}: {status['files']:,} files, {status['chunks']:,} chunks; embedding: "
         f"{run.embedding}; first index up to date after {run.ready_seconds:.1f} s; {calls} "
-        "calls per row over stdio, measured at the client\n",
+        "calls per row over stdio, measured at the client; memory: a fresh database with "
+        "one note per identifier and file, written through memory_add\n",
     ]
     headers = [
         "tool",
@@ -420,7 +477,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     calls = args.calls or (QUICK_CALLS if args.quick else CALLS)
     root = args.root.resolve()
-    run = anyio.run(bench, root, calls)
+    with tempfile.TemporaryDirectory(prefix="coderecall-mcp-bench-") as scratch:
+        run = anyio.run(bench, root, calls, Path(scratch) / "memory.db")
     print(render(run, root, calls))
     return 0
 
