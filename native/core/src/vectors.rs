@@ -334,15 +334,21 @@ mod tests {
         let mut graph = VectorIndex::new(&dir.path().join("v"), 32, 8, Quantization::I8).unwrap();
         let vectors: Vec<(i64, Vec<f32>)> = (0..300).map(|i| (i, unit(i as u64, 32))).collect();
         graph.add(&vectors).unwrap();
-        for (hash, v) in vectors.iter().step_by(37) {
+        // The graph is approximate and built by parallel inserts, so a rare vector may be
+        // missed; quantization that broke neighbours would miss most of them.
+        let mut found = 0;
+        for (hash, v) in &vectors {
             let hits = graph.search(v, 3, |_| true).unwrap();
-            assert_eq!(hits[0].0, *hash, "{hits:?}");
-            assert!(
-                (hits[0].1 - 1.0).abs() < 0.05,
-                "i8 keeps cosine close: {}",
-                hits[0].1
-            );
+            if hits[0].0 == *hash {
+                found += 1;
+                assert!(
+                    (hits[0].1 - 1.0).abs() < 0.05,
+                    "i8 keeps cosine close: {}",
+                    hits[0].1
+                );
+            }
         }
+        assert!(found >= 285, "only {found} of 300 vectors find themselves");
         assert_eq!(Quantization::parse("i8").unwrap(), Quantization::I8);
         assert_eq!(
             Quantization::parse(Quantization::F16.name()).unwrap(),
