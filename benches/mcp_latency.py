@@ -249,6 +249,7 @@ class Row:
 def rows_for(tools: Sequence[str], targets: Targets) -> list[Row]:
     """One row per read-only tool (three for codebase_context, one per route)."""
     ids, paths, questions = targets.identifiers, targets.paths, targets.questions
+    memories = targets.memories
     plans: dict[str, Callable[[], list[Row]]] = {
         "codebase_context": lambda: [
             Row(
@@ -313,47 +314,23 @@ def rows_for(tools: Sequence[str], targets: Targets) -> list[Row]:
                 _n(targets.locations, "definitions"),
             ),
         ],
-        "index_status": lambda: [Row("index_status", "index_status", [{}], "-")],
-        "index_metrics": lambda: [Row("index_metrics", "index_metrics", [{}], "-")],
-        "index_logs": lambda: [Row("index_logs", "index_logs", [{}], "last 50 records")],
-        "list_knowledge_bases": lambda: [
-            Row("list_knowledge_bases", "list_knowledge_bases", [{}], "-")
-        ],
-        "ask": lambda: [
-            Row("ask", "ask", _each("question", questions), _n(questions, "questions"))
-        ],
-        "memory_search": lambda: [
-            Row(
-                "memory_search",
-                "memory_search",
-                _each("query", questions + ids),
-                _n(questions + ids, "queries"),
-            )
-        ],
-        "memory_context": lambda: [
-            Row(
-                "memory_context",
-                "memory_context",
-                _each("query", questions),
-                _n(questions, "tasks"),
-            )
-        ],
-        "memory_get": lambda: [
-            Row(
-                "memory_get",
-                "memory_get",
-                [{"ids": i} for i in targets.memories],
-                _n(targets.memories, "memories"),
-            )
-        ],
-        "memory_timeline": lambda: [
-            Row(
-                "memory_timeline",
-                "memory_timeline",
-                [{"id": i} for i in targets.memories],
-                _n(targets.memories, "memories"),
-            )
-        ],
+        "index_status": _single("index_status", [{}], "-"),
+        "index_metrics": _single("index_metrics", [{}], "-"),
+        "index_logs": _single("index_logs", [{}], "last 50 records"),
+        "list_knowledge_bases": _single("list_knowledge_bases", [{}], "-"),
+        "ask": _single("ask", _each("question", questions), _n(questions, "questions")),
+        "memory_search": _single(
+            "memory_search", _each("query", questions + ids), _n(questions + ids, "queries")
+        ),
+        "memory_context": _single(
+            "memory_context", _each("query", questions), _n(questions, "tasks")
+        ),
+        "memory_get": _single(
+            "memory_get", [{"ids": i} for i in memories], _n(memories, "memories")
+        ),
+        "memory_timeline": _single(
+            "memory_timeline", [{"id": i} for i in memories], _n(memories, "memories")
+        ),
     }
     unknown = [tool for tool in tools if tool not in plans]
     if unknown:
@@ -363,6 +340,11 @@ def rows_for(tools: Sequence[str], targets: Targets) -> list[Row]:
     if empty:
         raise SystemExit(f"found no arguments in the root for {', '.join(empty)}")
     return rows
+
+
+def _single(tool: str, arguments: list[Arguments], what: str) -> Callable[[], list[Row]]:
+    """The plan of a tool measured in one row."""
+    return lambda: [Row(tool, tool, arguments, what)]
 
 
 def _each(key: str, values: Sequence[str]) -> list[Arguments]:

@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import httpx
@@ -105,10 +105,17 @@ async def _stdio_session(root: Path, **env: str) -> AsyncIterator[ClientSession]
         yield session
 
 
-class _Tools:
-    """Calls tools over one session; every answer, error or not, must fit under ``cap``."""
+class _Caller(Protocol):
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any: ...
 
-    def __init__(self, session: ClientSession, cap: int = DEFAULT_CAP) -> None:
+    async def list_tools(self) -> Any: ...
+
+
+class _Tools:
+    """Calls tools over one session (a stdio or HTTP ``ClientSession``, or the SDK's
+    in-process ``Client``); every answer, error or not, must fit under ``cap``."""
+
+    def __init__(self, session: _Caller, cap: int = DEFAULT_CAP) -> None:
         self.session = session
         self.cap = cap
         self.called: set[str] = set()

@@ -14,13 +14,12 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
 from coderecall import CodeIndex
 from coderecall._mcp import McpService, build_server, count_tokens
 from coderecall._memory import MemoryStore
 from helpers import CALLS_PROJECT, MakeRepo
-from test_mcp import DEFAULT_CAP, _stdio_session, _Tools
+from test_mcp import _stdio_session, _Tools
 
 MEMORY_TOOLS = {
     "ask",
@@ -58,34 +57,16 @@ def service(root: Path, db: Path) -> Iterator[McpService]:
         service.close()
 
 
-class _Session(_Tools):
-    """Tool calls over one in-process client session."""
-
-    def __init__(self, client: Client, cap: int = DEFAULT_CAP) -> None:
-        self.client = client
-        self.cap = cap
-        self.called: set[str] = set()
-
-    async def _text(self, name: str, arguments: dict[str, Any]) -> tuple[CallToolResult, str]:
-        result = await self.client.call_tool(name, arguments)
-        assert isinstance(result, CallToolResult)
-        self.called.add(name)
-        (block,) = result.content
-        assert isinstance(block, TextContent)
-        assert count_tokens(block.text) <= self.cap, (name, count_tokens(block.text))
-        return result, block.text
-
-
 @asynccontextmanager
-async def _session(service: McpService) -> AsyncIterator[_Session]:
+async def _session(service: McpService) -> AsyncIterator[_Tools]:
     async with Client(build_server(service), mode="legacy", read_timeout_seconds=60) as client:
-        yield _Session(client, service.token_cap)
+        yield _Tools(client, service.token_cap)
 
 
 def test_memory_tools_round_trip(service: McpService, db: Path, root: Path) -> None:
     async def run() -> None:
         async with _session(service) as tools:
-            listed = await tools.client.list_tools()
+            listed = await tools.session.list_tools()
             by_name = {tool.name: tool for tool in listed.tools}
             assert set(by_name) >= MEMORY_TOOLS
             for name in MEMORY_TOOLS:

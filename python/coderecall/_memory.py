@@ -874,7 +874,7 @@ class MemoryStore:
         if not len(ids):
             return []
         query: npt.NDArray[np.float32] = self._embedder.embed([text])[0]
-        keep = np.fromiter((i in allowed for i in ids.tolist()), dtype=bool, count=len(ids))
+        keep = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
         ids, scores = ids[keep], matrix[keep] @ query
         top = np.argsort(-scores, kind="stable")[:limit]
         return [(int(ids[k]), float(scores[k])) for k in top]
