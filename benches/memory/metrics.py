@@ -5,7 +5,7 @@ store record lists several when dedup merged near-identical turns). Against the 
 evidence turns:
 
 - **Hit@10**: 1 if any evidence turn is in the first 10 results;
-- **Recall@20**: the share of the evidence turns found in the first 20 results;
+- **Recall@k** (k = 5, 10, 20): the share of the evidence turns found in the first k results;
 - **MRR@10**: 1 / the rank of the first result holding an evidence turn, 0 beyond 10.
 
 Means are over questions (micro).
@@ -19,30 +19,38 @@ from dataclasses import dataclass
 __all__ = ["HIT_AT", "RECALL_AT", "Outcome", "Summary", "outcome", "summarize"]
 
 HIT_AT = 10
-RECALL_AT = 20
+RECALL_AT = (5, 10, 20)
+"""The cut-offs of Recall@k; the last is also how many results each system is asked for."""
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """One system on one question."""
 
-    first: int | None
-    """1-based rank of the first result holding an evidence turn (``None``: not in the list)."""
-    found: int
-    """Evidence turns among the first ``RECALL_AT`` results."""
+    ranks: tuple[int, ...]
+    """For each evidence turn found, the 1-based rank of the first result holding it,
+    ascending."""
     evidence: int
+
+    @property
+    def first(self) -> int | None:
+        """Rank of the first result holding an evidence turn (``None``: not in the list)."""
+        return self.ranks[0] if self.ranks else None
 
     @property
     def hit(self) -> float:
         return 1.0 if self.first is not None and self.first <= HIT_AT else 0.0
 
     @property
-    def recall(self) -> float:
-        return self.found / self.evidence
-
-    @property
     def reciprocal_rank(self) -> float:
         return 1.0 / self.first if self.first is not None and self.first <= HIT_AT else 0.0
+
+    def found(self, k: int) -> int:
+        """Evidence turns among the first ``k`` results."""
+        return sum(rank <= k for rank in self.ranks)
+
+    def recall(self, k: int) -> float:
+        return self.found(k) / self.evidence
 
 
 def outcome(evidence: Sequence[str], ranked: Sequence[Iterable[str]]) -> Outcome:
@@ -50,32 +58,29 @@ def outcome(evidence: Sequence[str], ranked: Sequence[Iterable[str]]) -> Outcome
     wanted = set(evidence)
     if not wanted:
         raise ValueError("a scored question needs evidence")
-    first: int | None = None
-    found: set[str] = set()
+    ranks: dict[str, int] = {}
     for rank, turns in enumerate(ranked, 1):
-        matched = wanted.intersection(turns)
-        if matched and first is None:
-            first = rank
-        if rank <= RECALL_AT:
-            found |= matched
-    return Outcome(first, len(found), len(wanted))
+        for turn in wanted.intersection(turns):
+            ranks.setdefault(turn, rank)
+    return Outcome(tuple(sorted(ranks.values())), len(wanted))
 
 
 @dataclass(frozen=True, slots=True)
 class Summary:
     questions: int
     hit: float
-    recall: float
+    recall: dict[int, float]
+    """Mean Recall@k for each k of ``RECALL_AT``."""
     mrr: float
 
 
 def summarize(outcomes: Sequence[Outcome]) -> Summary:
     n = len(outcomes)
     if not n:
-        return Summary(0, 0.0, 0.0, 0.0)
+        return Summary(0, 0.0, dict.fromkeys(RECALL_AT, 0.0), 0.0)
     return Summary(
         n,
         sum(o.hit for o in outcomes) / n,
-        sum(o.recall for o in outcomes) / n,
+        {k: sum(o.recall(k) for o in outcomes) / n for k in RECALL_AT},
         sum(o.reciprocal_rank for o in outcomes) / n,
     )

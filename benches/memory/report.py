@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benches.speed.report import table
-from benches.speed.stats import Latency, ratio
+from benches.speed.stats import Latency, percentile, ratio
 
 from .data import CATEGORIES, EvidenceCounts
-from .metrics import Summary, summarize
-from .run import BASELINE, SystemRun
+from .metrics import RECALL_AT, Summary, summarize
+from .run import BASELINE, BASELINES, CONTEXT_AT, SystemRun
 
 __all__ = ["TARGETS", "DataInfo", "Report", "markdown", "to_json"]
 
@@ -40,7 +40,7 @@ class Report:
     header: dict[str, str]
     data: DataInfo
     runs: list[SystemRun]
-    """The store configurations, then the baseline."""
+    """The store configurations, then the baselines (BM25 first)."""
     notes: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -60,23 +60,36 @@ def _ingest(run: SystemRun) -> str:
     return f"{rate:,.0f}" if rate >= 100 else f"{rate:.1f}"
 
 
+def _context(run: SystemRun) -> tuple[float, float] | None:
+    """Mean and p95 over questions of the tokens of the context @10."""
+    tokens = run.context_tokens
+    return (sum(tokens) / len(tokens), percentile(tokens, 95)) if tokens else None
+
+
+_RECALLS = [f"Recall@{k}" for k in RECALL_AT]
+_JUDGED_K = RECALL_AT[-1]
+"""The Recall@k with a target."""
+
+
 def _overall(report: Report) -> str:
     hit, recall, p95 = TARGETS["hit"], TARGETS["recall"], TARGETS["p95_ms"]
     headers = [
         "system",
         "questions",
         "Hit@10",
-        "Recall@20",
+        *_RECALLS,
         "MRR@10",
         "search ms p50 / p95 / p99",
+        f"context tokens @{CONTEXT_AT} mean / p95",
         "ingest turns/s",
         "records",
     ]
-    rows = [["target (issue)", "", f"≥ {hit:.2f}", f"≥ {recall:.2f}", "", f"p95 < {p95:g}", "", ""]]
+    target = ["target (issue)", "", f"≥ {hit:.2f}"] + [""] * (len(RECALL_AT) - 1)
+    rows = [[*target, f"≥ {recall:.2f}", "", f"p95 < {p95:g}", "", "", ""]]
     baseline = next((r for r in report.runs if r.name == BASELINE), None)
     for run in report.runs:
         s = _summary(run)
-        judged = run.name != BASELINE
+        judged = run.name not in BASELINES
         latency = Latency.of(run.latencies_ms) if run.latencies_ms else None
         if latency is None:
             speed = "n/a"
@@ -84,14 +97,17 @@ def _overall(report: Report) -> str:
             speed = f"{latency.cell()} {'✓' if latency.p95 < p95 else '✗'}"
         else:
             speed = latency.cell()
+        context = _context(run)
         rows.append(
             [
                 run.name,
                 str(s.questions),
                 _mark(s.hit, s.hit >= hit, judged),
-                _mark(s.recall, s.recall >= recall, judged),
+                *(f"{s.recall[k]:.3f}" for k in RECALL_AT[:-1]),
+                _mark(s.recall[_JUDGED_K], s.recall[_JUDGED_K] >= recall, judged),
                 f"{s.mrr:.3f}",
                 speed,
+                "n/a" if context is None else f"{context[0]:,.0f} / {context[1]:,.0f}",
                 _ingest(run),
                 f"{run.records:,}" + (f" ({run.merged:,} merged)" if run.merged else ""),
             ]
@@ -107,8 +123,9 @@ def _overall(report: Report) -> str:
                     f"{run.name} ÷ BM25",
                     "",
                     ratio(s.hit, base.hit),
-                    ratio(s.recall, base.recall),
+                    *(ratio(s.recall[k], base.recall[k]) for k in RECALL_AT),
                     ratio(s.mrr, base.mrr),
+                    "",
                     "",
                     "",
                     "",
@@ -118,7 +135,7 @@ def _overall(report: Report) -> str:
 
 
 def _categories(report: Report) -> str:
-    headers = ["category", "questions", "system", "Hit@10", "Recall@20", "MRR@10"]
+    headers = ["category", "questions", "system", "Hit@10", *_RECALLS, "MRR@10"]
     rows: list[list[str]] = []
     for category, label in CATEGORIES.items():
         for run in report.runs:
@@ -129,11 +146,11 @@ def _categories(report: Report) -> str:
                     str(s.questions),
                     run.name,
                     f"{s.hit:.3f}",
-                    f"{s.recall:.3f}",
+                    *(f"{s.recall[k]:.3f}" for k in RECALL_AT),
                     f"{s.mrr:.3f}",
                 ]
             )
-    rows.append(["adversarial (5)", str(report.data.adversarial), "not scored", "", "", ""])
+    rows.append(["adversarial (5)", str(report.data.adversarial), "not scored"] + [""] * 5)
     return table(headers, rows, text=3)
 
 
@@ -177,7 +194,8 @@ def markdown(report: Report) -> str:
 
 
 def _summary_json(s: Summary) -> dict[str, Any]:
-    return {"questions": s.questions, "hit@10": s.hit, "recall@20": s.recall, "mrr@10": s.mrr}
+    recall = {f"recall@{k}": s.recall[k] for k in RECALL_AT}
+    return {"questions": s.questions, "hit@10": s.hit, **recall, "mrr@10": s.mrr}
 
 
 def to_json(report: Report) -> dict[str, Any]:
@@ -185,6 +203,7 @@ def to_json(report: Report) -> dict[str, Any]:
     systems = []
     for run in report.runs:
         latency = Latency.of(run.latencies_ms) if run.latencies_ms else None
+        context = _context(run)
         systems.append(
             {
                 "name": run.name,
@@ -196,6 +215,9 @@ def to_json(report: Report) -> dict[str, Any]:
                 "search_ms": None
                 if latency is None
                 else {"p50": latency.p50, "p95": latency.p95, "p99": latency.p99},
+                f"context_tokens@{CONTEXT_AT}": None
+                if context is None
+                else {"mean": context[0], "p95": context[1]},
                 "ingest": {
                     "turns": run.turns,
                     "seconds": run.ingest_seconds,
@@ -229,11 +251,13 @@ def to_json(report: Report) -> dict[str, Any]:
                 "category": q.category,
                 "system": run.name,
                 "first_rank": o.first,
-                "found": o.found,
+                "evidence_ranks": list(o.ranks),
+                "found": o.found(RECALL_AT[-1]),
                 "evidence": o.evidence,
+                "context_tokens": tokens,
             }
             for run in report.runs
-            for q, o in run.results
+            for (q, o), tokens in zip(run.results, run.context_tokens, strict=True)
         ],
         "notes": report.notes,
     }

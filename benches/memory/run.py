@@ -1,11 +1,14 @@
 """Running one configuration over the conversations: ingest, warm up, time the searches.
 
 A configuration is the memory store with one set of channels (``lexical``: no embedder;
-``transformer`` / ``static``: an :class:`coderecall.Embedder`) or the BM25 baseline. Each
-conversation gets its own engine: a store is a fresh database file in a temporary folder, its
-project the sample id. Every turn is one ``observation`` record dated at its session's time;
-dedup may merge near-identical turns into one record, whose ``events`` then list all of
-their ids, and a hit counts by those ids.
+``transformer`` / ``static``: an :class:`coderecall.Embedder`) or a baseline over the turns
+(BM25, or vectors only). Each conversation gets its own engine: a store is a fresh database
+file in a temporary folder, its project the sample id. Every turn is one ``observation``
+record dated at its session's time; dedup may merge near-identical turns into one record,
+whose ``events`` then list all of their ids, and a hit counts by those ids.
+
+Each search also prices the context an agent would be handed: the texts of the first
+``CONTEXT_AT`` results, one per line, in the tokens of the memory block's budget.
 """
 
 from __future__ import annotations
@@ -17,27 +20,42 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from coderecall import Embedder
 from coderecall._memory import MemoryStore
+from coderecall._tokens import default_counter
 
 from .bm25 import BM25
 from .data import Conversation, Question
-from .metrics import RECALL_AT, Outcome, outcome
+from .dense import Dense
+from .metrics import HIT_AT, RECALL_AT, Outcome, outcome
 
 __all__ = [
     "BASELINE",
+    "BASELINES",
+    "CONTEXT_AT",
+    "DENSE_BASELINE",
     "Engine",
+    "Found",
     "SystemRun",
     "bm25_engine",
+    "context_tokens",
+    "dense_engine",
     "has_vector_channel",
     "run_system",
     "store_engine",
+    "turn_engine",
 ]
 
 BASELINE = "BM25 (baseline)"
-SEARCH_LIMIT = RECALL_AT
+DENSE_BASELINE = "vectors only (baseline)"
+BASELINES = (BASELINE, DENSE_BASELINE)
+SEARCH_LIMIT = RECALL_AT[-1]
+CONTEXT_AT = HIT_AT
+"""How many results the context priced by ``context tokens @10`` holds."""
 
 
 def log(message: str) -> None:
@@ -49,13 +67,30 @@ def has_vector_channel() -> bool:
     return "embedder" in inspect.signature(MemoryStore).parameters
 
 
+def context_tokens(texts: Sequence[str]) -> int:
+    """Tokens of a context built from the first ``CONTEXT_AT`` results: their texts joined
+    with newlines, counted by the tokenizer of the memory block's budget."""
+    return default_counter().count("\n".join(texts[:CONTEXT_AT]))
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One search, best result first."""
+
+    turns: list[tuple[str, ...]]
+    """The turn ids each result holds."""
+    texts: list[str]
+    """The text each result would put in a context."""
+    seconds: float
+    """The time the search itself took."""
+
+
 class Engine(Protocol):
     def ingest(self) -> tuple[int, int, int]:
         """Store every turn; returns records added, merged into another, and refused."""
 
-    def search(self, query: str) -> tuple[list[tuple[str, ...]], float]:
-        """The turn ids of each of the first ``SEARCH_LIMIT`` results, and the seconds the
-        search itself took."""
+    def search(self, query: str) -> Found:
+        """The first ``SEARCH_LIMIT`` results."""
 
 
 Opener = Callable[[Conversation], AbstractContextManager[Engine]]
@@ -68,6 +103,8 @@ class SystemRun:
     name: str
     results: list[tuple[Question, Outcome]] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    context_tokens: list[int] = field(default_factory=list)
+    """Per question, in the order of ``results``."""
     ingest_seconds: float = 0.0
     turns: int = 0
     records: int = 0
@@ -94,9 +131,10 @@ def run_system(name: str, conversations: Sequence[Conversation], opener: Opener)
             if conversation.questions:
                 engine.search(conversation.questions[0].text)  # warm-up: builds the index
             for question in conversation.questions:
-                ranked, seconds = engine.search(question.text)
-                out.latencies_ms.append(seconds * 1000)
-                out.results.append((question, outcome(question.evidence, ranked)))
+                found = engine.search(question.text)
+                out.latencies_ms.append(found.seconds * 1000)
+                out.results.append((question, outcome(question.evidence, found.turns)))
+                out.context_tokens.append(context_tokens(found.texts))
         log(
             f"{name}: {conversation.sample_id}: {len(conversation.turns)} turns, "
             f"{len(conversation.questions)} questions, {time.perf_counter() - started:.1f} s"
@@ -122,11 +160,12 @@ class _StoreEngine:
             counts[result.action] += 1
         return counts["added"], counts["updated"], counts["refused"]
 
-    def search(self, query: str) -> tuple[list[tuple[str, ...]], float]:
+    def search(self, query: str) -> Found:
         started = time.perf_counter()
         hits = self.store.search(query, limit=SEARCH_LIMIT)
         seconds = time.perf_counter() - started
-        return [record.events for record in self.store.get(hit.id for hit in hits)], seconds
+        records = self.store.get(hit.id for hit in hits)
+        return Found([r.events for r in records], [r.text for r in records], seconds)
 
 
 def store_engine(**options: Any) -> Opener:
@@ -145,23 +184,47 @@ def store_engine(**options: Any) -> Opener:
     return open_store
 
 
-class _BM25Engine:
-    def __init__(self, conversation: Conversation) -> None:
+class TurnIndex(Protocol):
+    def search(self, query: str, limit: int) -> list[int]:
+        """The positions of the ``limit`` best documents, best first."""
+
+
+class _TurnEngine:
+    """A baseline: one document per turn (the text the store gets), ranked by an index."""
+
+    def __init__(self, conversation: Conversation, build: Callable[[list[str]], TurnIndex]) -> None:
         self.conversation = conversation
-        self.index: BM25 | None = None
+        self.build = build
+        self.texts = [turn.record_text() for turn in conversation.turns]
+        self.index: TurnIndex | None = None
 
     def ingest(self) -> tuple[int, int, int]:
-        self.index = BM25([turn.record_text() for turn in self.conversation.turns])
-        return len(self.conversation.turns), 0, 0
+        self.index = self.build(self.texts)
+        return len(self.texts), 0, 0
 
-    def search(self, query: str) -> tuple[list[tuple[str, ...]], float]:
+    def search(self, query: str) -> Found:
         assert self.index is not None, "ingest first"
         started = time.perf_counter()
         docs = self.index.search(query, SEARCH_LIMIT)
         seconds = time.perf_counter() - started
-        return [(self.conversation.turns[doc].dia_id,) for doc in docs], seconds
+        turns = self.conversation.turns
+        return Found([(turns[d].dia_id,) for d in docs], [self.texts[d] for d in docs], seconds)
 
 
-@contextmanager
-def bm25_engine(conversation: Conversation) -> Iterator[Engine]:
-    yield _BM25Engine(conversation)
+def turn_engine(build: Callable[[list[str]], TurnIndex]) -> Opener:
+    """Baseline engines: ``build`` makes the index over a conversation's turn texts."""
+
+    @contextmanager
+    def open_turns(conversation: Conversation) -> Iterator[Engine]:
+        yield _TurnEngine(conversation, build)
+
+    return open_turns
+
+
+bm25_engine = turn_engine(BM25)
+
+
+def dense_engine(embedder: Embedder) -> Opener:
+    """The vectors-only baseline with ``embedder``: its latency is embedding the query plus
+    the dot product."""
+    return turn_engine(partial(Dense, embedder))
