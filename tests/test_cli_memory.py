@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,6 +19,7 @@ import pytest
 
 from coderecall._cli import main
 from coderecall._memory import MemoryStore
+from coderecall._sessions import Sessions
 from helpers import MakeRepo, git
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[1] / "python")
@@ -56,6 +58,20 @@ def cli(
         return code, out, err
 
     return run
+
+
+def _tables(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(db)
+    try:
+        return {
+            table: [
+                tuple((value, type(value)) for value in row)
+                for row in conn.execute(f"SELECT * FROM {table} ORDER BY id")
+            ]
+            for table in ("records", "sessions", "events")
+        }
+    finally:
+        conn.close()
 
 
 def ok(cli: Cli, *args: str, stdin: str | None = None) -> Any:
@@ -317,19 +333,28 @@ def test_export_import_round_trip_is_byte_identical(
         store.add("Always answer in English.", "preference", scope="user")
     with MemoryStore("github.com/acme/other", path=db) as other:
         other.add("Another project's record.", "observation", session="s-1", events=["e1"])
+        logs = Sessions(other)
+        logs.start("s-1", host="claude-code")
+        logs.record("s-1", "prompt", "Rename the café module", meta={"lang": "ünïcode"})
+        logs.start("s-2", parent="s-1")
+        logs.record("s-2", "edit", "renamed", meta={"path": "cafe.py"})
+        logs.snapshot("s-1")
+        logs.end("s-1")
+    counts = {"records": 6, "sessions": 2, "events": 2}
 
     first = tmp_path / "first.jsonl"
-    assert ok(cli, "export", str(first)) == {"exported": 6, "file": str(first)}
+    assert ok(cli, "export", str(first)) == {"exported": counts, "file": str(first)}
     code, out, _ = cli("export")
     assert code == 0
     assert out == first.read_text(encoding="utf-8"), "stdout and file exports agree"
 
     fresh = tmp_path / "fresh.db"
     imported = ok(cli, "import", str(first), "--memory", str(fresh))
-    assert imported == {"imported": 6}
+    assert imported == {"imported": counts}
+    assert _tables(fresh) == _tables(db), "every column of every row"
     second = tmp_path / "second.jsonl"
     code, out, _ = cli("export", str(second), "--memory", str(fresh))
-    assert (code, out.strip()) == (0, f"exported 6 records to {second}")
+    assert (code, out.strip()) == (0, f"exported 6 records, 2 sessions and 2 events to {second}")
     assert second.read_bytes() == first.read_bytes()
 
     # Importing the same records again adds nothing; from stdin, through a real process.
@@ -337,7 +362,7 @@ def test_export_import_round_trip_is_byte_identical(
         "import", "-", "--memory", str(fresh), "--root", str(root), stdin=first.read_text()
     )
     assert again.returncode == 0, again.stderr
-    assert again.stdout.strip() == "imported 0 records"
+    assert again.stdout.strip() == "imported 0 records, 0 sessions and 0 events"
     piped = process("export", "--memory", str(fresh), "--root", str(root))
     assert piped.returncode == 0, piped.stderr
     assert piped.stdout.encode() == first.read_bytes()

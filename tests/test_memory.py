@@ -235,6 +235,48 @@ def test_export_then_import_round_trips_exactly(store: MemoryStore, tmp_path: Pa
         bad.import_(["{not json"])
 
 
+def test_an_export_without_exact_timestamps_still_imports(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """Exports of older versions have ISO times only (to the microsecond), and no sessions."""
+    old = store.add("Deploys go out on Tuesdays.", "decision").record
+    assert old is not None
+    store.supersede(old.id, "Deploys go out on Wednesdays.")
+    exported = io.StringIO()
+    store.export(exported)
+    lines = [json.loads(line) for line in exported.getvalue().splitlines()]
+    assert all("table" not in line and "timestamps" in line for line in lines)
+    older = [json.dumps({k: v for k, v in line.items() if k != "timestamps"}) for line in lines]
+    # Into the database it came from: the stored times agree to the microsecond.
+    assert store.import_(older) == 0
+    with MemoryStore(PROJECT, path=tmp_path / "copy.db") as copy:
+        assert copy.import_(older) == 2
+        assert [r.to_dict() for r in copy.history(old.id)] == [
+            r.to_dict() for r in store.history(old.id)
+        ]
+
+
+def test_import_refuses_inconsistent_records_and_writes_nothing(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    old = store.add("Use tabs.", "preference").record
+    assert old is not None
+    store.supersede(old.id, "Use four spaces.")
+    exported = io.StringIO()
+    store.export(exported)
+    first, second = (json.loads(line) for line in exported.getvalue().splitlines())
+    with MemoryStore(PROJECT, path=tmp_path / "copy.db") as copy:
+        # The float and the ISO time must name the same microsecond.
+        moved = first | {"timestamps": first["timestamps"] | {"created_at": 0.0}}
+        with pytest.raises(QueryError, match=r"line 1: .*timestamps\.created_at disagrees"):
+            copy.import_([json.dumps(moved)])
+        # A record superseded by one the import lacks: refused before the commit.
+        with pytest.raises(QueryError, match=f"record {first['id']} is superseded by"):
+            copy.import_([json.dumps(first)])
+        assert copy.records(include_history=True) == []
+        assert copy.import_([json.dumps(second), json.dumps(first)]) == 2  # still usable
+
+
 def test_bad_arguments_are_query_errors(store: MemoryStore) -> None:
     with pytest.raises(QueryError, match="memory type"):
         store.add("text", "Not A Type!")

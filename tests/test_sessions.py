@@ -1,8 +1,11 @@
 """Session event logs: order and privacy, tool output compaction, child and cyclic sessions,
-the priority snapshot, many processes writing one log, and session summaries."""
+the priority snapshot, many processes writing one log, session summaries, and moving the
+whole database through export and import."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import re
 import sqlite3
@@ -16,6 +19,7 @@ import pytest
 
 from coderecall._errors import QueryError
 from coderecall._memory import MemoryStore
+from coderecall._memory_io import TableCounts, export_memory, import_memory
 from coderecall._sessions import EVENT_KINDS, Sessions, compact_output
 from coderecall._tokens import count_tokens
 
@@ -510,3 +514,126 @@ def test_around_gives_this_projects_events_nearest_a_time(sessions: Sessions, db
     assert [e.text for e in near] == ["note 4", "note 5", "note 6", "note 7"]
     assert [e.text for e in sessions.around(T0, before=0, after=1)] == ["note 1"]
     assert sessions.around(T0 - timedelta(days=1), before=3, after=0) == []
+
+
+# --- export and import --------------------------------------------------------------------
+
+
+def _tables(db: Path) -> dict[str, list[tuple[tuple[object, str], ...]]]:
+    """Every column of every row of the exported tables, each value with its Python type
+    (a REAL read back as an int would compare equal but not be the same)."""
+    conn = sqlite3.connect(db)
+    try:
+        return {
+            table: [
+                tuple((value, type(value).__name__) for value in row)
+                for row in conn.execute(f"SELECT * FROM {table} ORDER BY id")
+            ]
+            for table in ("records", "sessions", "events")
+        }
+    finally:
+        conn.close()
+
+
+def _session_tree(sessions: Sessions, store: MemoryStore, db: Path) -> None:
+    """Records and a tree of sessions with events, written through the real APIs at real
+    times (floats finer than a microsecond)."""
+    decision = store.add("Prices are stored in cents.", "decision", tags=["money"]).record
+    assert decision is not None
+    store.supersede(decision.id, "Prices are stored in integer cents.")
+    gone = store.add("A flaky test note.", "observation").record
+    assert gone is not None
+    store.forget(gone.id, "obsolete")
+    store.add("Always answer in English.", "preference", scope="user")
+    sessions.start("root", host="claude-code")
+    sessions.start("child", parent="root", host="subagent")
+    sessions.record("root", "prompt", "Fix the rounding of taxes, café ünïcode 🚀")
+    sessions.record("child", "edit", "rounded per line", meta={"path": "src/tax.py", "n": [1.5]})
+    sessions.record("child", "note", "<private>home address</private> kept private", tags=["pii"])
+    sessions.record("late", "error", "TypeError: unsupported operand", meta={"exit": 1})
+    sessions.link("late", "child")  # its event moves to the root's log
+    sessions.snapshot("root")  # the cache is exported too
+    sessions.end("child", summary="Taxes round per line, not per invoice.")
+    sessions.end("root")
+    with MemoryStore("github.com/acme/other", path=db) as other:
+        Sessions(other).record("other-1", "note", "another project's log")
+
+
+def test_export_then_import_copies_records_sessions_and_events_exactly(
+    sessions: Sessions, store: MemoryStore, db: Path, tmp_path: Path
+) -> None:
+    _session_tree(sessions, store, db)
+    exported = io.StringIO()
+    counts = export_memory(store, exported)
+    source = _tables(db)
+    assert _cached_snapshot(db, "root") is not None
+    assert counts == TableCounts(
+        records=len(source["records"]),
+        sessions=len(source["sessions"]),
+        events=len(source["events"]),
+    )
+    assert (counts.sessions, counts.events) == (4, 5)
+    lines = exported.getvalue().splitlines()
+    assert [json.loads(line).get("table", "records") for line in lines] == (
+        ["records"] * counts.records + ["sessions"] * counts.sessions + ["events"] * counts.events
+    )
+    # Every column of the schema is in the export: a new column would have to be added.
+    conn = sqlite3.connect(db)
+    columns = {t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t in counts.to_dict()}
+    conn.close()
+    for line in lines:
+        data = json.loads(line)
+        assert set(data) - {"table", "timestamps"} == columns[data.get("table", "records")]
+    # The test means something only if some stored time is finer than a microsecond.
+    times = [
+        v for table in source.values() for row in table for v, _ in row if isinstance(v, float)
+    ]
+    assert any(datetime.fromtimestamp(v, timezone.utc).timestamp() != v for v in times)
+
+    copy_db = tmp_path / "copy.db"
+    with MemoryStore(PROJECT, path=copy_db) as copy:
+        assert import_memory(copy, lines) == counts
+        assert _tables(copy_db) == source
+        assert import_memory(copy, lines) == TableCounts()  # already there: a no-op
+        again = io.StringIO()
+        assert export_memory(copy, again) == counts
+        assert again.getvalue() == exported.getvalue()
+        restored = Sessions(copy)
+        assert restored.root("late") == "root"
+        assert restored.snapshot("root") == sessions.snapshot("root")
+    assert _tables(copy_db) == source
+
+
+def test_import_refuses_a_changed_or_malformed_line_and_writes_nothing(
+    sessions: Sessions, store: MemoryStore, tmp_path: Path
+) -> None:
+    sessions.record("root", "prompt", "Ship the release")
+    sessions.record("root", "decision", "Tag it v2", meta={"why": "breaking change"})
+    lines = io.StringIO()
+    export_memory(store, lines)
+    exported = lines.getvalue().splitlines()
+    copy_db = tmp_path / "copy.db"
+    with MemoryStore(PROJECT, path=copy_db) as copy:
+        assert import_memory(copy, exported) == TableCounts(sessions=1, events=2)
+        before = _tables(copy_db)
+        # A new session first (it would be added), then a stored event with another text.
+        new_session = json.loads(exported[0]) | {"id": "new"}
+        event = json.loads(exported[-1])
+        tampered = [json.dumps(new_session), *exported[:-1], json.dumps(event | {"text": "v3"})]
+        with pytest.raises(QueryError, match=rf"^line 4: event {event['id']} differs"):
+            import_memory(copy, tampered)
+        assert _tables(copy_db) == before
+
+        bad_lines = {
+            "unknown table 'vectors'": {"table": "vectors"},
+            "unknown event kind 'thought'": event | {"id": 99, "kind": "thought"},
+            "meta must be a JSON object": event | {"id": 99, "meta": "[1]"},
+            "at must be float": event | {"id": 99, "at": "yesterday"},
+            "unknown columns \\['colour'\\]": event | {"id": 99, "colour": "red"},
+            "origin is missing": {k: v for k, v in event.items() if k != "origin"} | {"id": 99},
+            "started_at must be float": new_session | {"started_at": None},
+        }
+        for message, data in bad_lines.items():
+            with pytest.raises(QueryError, match=rf"^line 2: .*{message}"):
+                import_memory(copy, [exported[0], json.dumps(data)])
+        assert _tables(copy_db) == before

@@ -28,6 +28,7 @@ from ._timephrase import parse_bound
 
 if TYPE_CHECKING:  # the store is imported when a memory command runs, not for every command
     from ._memory import MemoryRecord, MemoryStore
+    from ._memory_io import TableCounts
 
 __all__ = ["register"]
 
@@ -99,7 +100,9 @@ def register(commands: Any) -> None:
     _options(export)
     export.set_defaults(command=_export)
 
-    load = actions.add_parser("import", help="records from an export (ids kept)")
+    load = actions.add_parser(
+        "import", help="records, sessions and events from an export (ids kept)"
+    )
     load.add_argument("file", help="JSON Lines file, or - for stdin")
     _options(load)
     load.set_defaults(command=_import)
@@ -296,31 +299,39 @@ def _forget(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from ._memory_io import export_memory
+
     with _open(args) as store:
         if args.file == "-":
-            store.export(sys.stdout)
+            export_memory(store, sys.stdout)
             return 0
         with open(args.file, "w", encoding="utf-8", newline="\n") as out:
-            count = store.export(out)
+            counts = export_memory(store, out)
     if args.json:
-        _print_json({"exported": count, "file": os.path.abspath(args.file)})
+        _print_json({"exported": counts.to_dict(), "file": os.path.abspath(args.file)})
     else:
-        _stdout().print(f"exported {count} records to {args.file}", markup=False)
+        _stdout().print(f"exported {_counts(counts)} to {args.file}", markup=False)
     return 0
 
 
 def _import(args: argparse.Namespace) -> int:
+    from ._memory_io import import_memory
+
     with _open(args) as store:
         if args.file == "-":
-            count = store.import_(sys.stdin)
+            counts = import_memory(store, sys.stdin)
         else:
             with open(args.file, encoding="utf-8") as lines:
-                count = store.import_(lines)
+                counts = import_memory(store, lines)
     if args.json:
-        _print_json({"imported": count})
+        _print_json({"imported": counts.to_dict()})
     else:
-        _stdout().print(f"imported {count} records", markup=False)
+        _stdout().print(f"imported {_counts(counts)}", markup=False)
     return 0
+
+
+def _counts(counts: TableCounts) -> str:
+    return f"{counts.records} records, {counts.sessions} sessions and {counts.events} events"
 
 
 def _ids(ids: list[int]) -> str:

@@ -142,7 +142,11 @@ class MemoryDatabase:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:  # a deferred constraint: the transaction is still open
+            conn.execute("ROLLBACK")
+            raise StoreError(f"could not commit to the memory database: {exc}") from exc
 
     def _connect(self) -> sqlite3.Connection:
         try:

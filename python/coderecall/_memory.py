@@ -726,63 +726,23 @@ class MemoryStore:
     # -- moving ------------------------------------------------------------------------
 
     def export(self, out: IO[str]) -> int:
-        """Every record of the database (all projects, history and tombstones included) as
-        JSON Lines; returns how many."""
-        count = 0
-        for row in self._conn().execute("SELECT * FROM records ORDER BY id"):
-            out.write(json.dumps(_record(row).to_dict(), ensure_ascii=False, sort_keys=True))
-            out.write("\n")
-            count += 1
-        return count
+        """The whole memory database (every project; records with their history and
+        tombstones, sessions and their event logs) as JSON Lines; returns how many records.
+        The format is :func:`coderecall._memory_io.export_memory`'s, which counts every table.
+        Vectors are not exported: they are derived from records, and the store recomputes
+        them at its next search."""
+        from ._memory_io import export_memory  # built on the store
+
+        return export_memory(self, out).records
 
     def import_(self, lines: Iterable[str]) -> int:
-        """Records exported by :meth:`export`, with their ids, timestamps and links; a
-        record whose id exists already must be identical. Returns how many were added."""
-        added = 0
-        with self._write() as conn:
-            conn.execute("PRAGMA defer_foreign_keys = ON")  # links may point forward
-            for number, line in enumerate(lines, 1):
-                if not line.strip():
-                    continue
-                try:
-                    data = json.loads(line)
-                    record = _from_dict(data)
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise QueryError(
-                        f"line {number}: not an exported memory record ({exc})"
-                    ) from None
-                existing = conn.execute(
-                    "SELECT * FROM records WHERE id = ?", (record.id,)
-                ).fetchall()
-                if existing:
-                    if _record(existing[0]) != record:
-                        raise QueryError(
-                            f"line {number}: record {record.id} differs from the stored one"
-                        )
-                    continue
-                conn.execute(
-                    "INSERT INTO records (id, project, scope, type, text, tags, privacy, session,"
-                    " events, created_at, updated_at, superseded_by, forgotten_at, forget_reason)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        record.id,
-                        record.project,
-                        record.scope,
-                        record.type,
-                        record.text,
-                        json.dumps(list(record.tags)),
-                        record.privacy,
-                        record.session,
-                        json.dumps(list(record.events)),
-                        record.created_at.timestamp(),
-                        record.updated_at.timestamp(),
-                        record.superseded_by,
-                        record.forgotten_at.timestamp() if record.forgotten_at else None,
-                        record.forget_reason,
-                    ),
-                )
-                added += 1
-        return added
+        """Lines written by :meth:`export` (or by older versions: records only), with their
+        ids, timestamps and links, in one transaction; a row whose id exists already must be
+        identical. Returns how many records were added
+        (:func:`coderecall._memory_io.import_memory` counts every table)."""
+        from ._memory_io import import_memory  # built on the store
+
+        return import_memory(self, lines).records
 
     # -- internals ---------------------------------------------------------------------
 

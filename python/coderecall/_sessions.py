@@ -44,17 +44,21 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._errors import QueryError
 from ._memdb import MemoryDatabase
+from ._memory import MemoryStore
 from ._privacy import PRIVATE_MARKER, filter_text
 from ._tokens import default_counter
 
-if TYPE_CHECKING:
-    from ._memory import MemoryStore
-
-__all__ = ["EVENT_KINDS", "SessionEvent", "SessionInfo", "Sessions", "compact_output"]
+__all__ = [
+    "EVENT_KINDS",
+    "SessionEvent",
+    "SessionInfo",
+    "Sessions",
+    "compact_output",
+]
 
 EVENT_KINDS = ("prompt", "summary", "decision", "edit", "error", "tool", "note")
 """What an event records: a user prompt, an assistant summary, a decision, a file edit
