@@ -351,6 +351,44 @@ def test_search_ranks_by_text_tags_and_type_and_filters(store: MemoryStore) -> N
         store.search("x", limit=0)
 
 
+def test_a_reply_is_found_through_the_turn_it_answers(store: MemoryStore) -> None:
+    """The answer to a question about a conversation is often a reply that repeats none of
+    its words: it ranks through its session neighbour, and only within its session."""
+    day = datetime(2024, 3, 4, 10, 0, tzinfo=timezone.utc)
+    said = [
+        ("s1", "Ben: I gave Ana a ceramic teapot for her birthday."),
+        ("s1", "Ana: Oh wow, I love it so much, thank you!"),
+        ("s2", "Ana: The weather was lovely on Sunday."),
+        ("s2", "Ben: Work has been busy lately."),
+        ("s3", "Ana: Lunch was fine."),
+    ]
+    ids = []
+    for n, (session, text) in enumerate(said):
+        result = store.add(text, "observation", session=session, at=day + timedelta(minutes=n))
+        assert result.record is not None
+        ids.append(result.record.id)
+    hits = store.search("How did Ana feel about the teapot?", limit=3)
+    assert [h.id for h in hits[:2]] == [ids[0], ids[1]]
+    assert hits[0].channels == ("lexical",)
+    assert hits[1].channels == ("lexical",)  # "Ana" matches, but the teapot turn lifts it
+    # Across a session boundary nothing is lifted: the reply to the birthday in s2 is not
+    # a neighbour of s1's last turn.
+    assert [h.id for h in store.search("ceramic teapot", limit=5)] == [ids[0], ids[1]]
+    assert store.search("ceramic teapot", limit=5)[1].channels == ("context",)
+
+
+def test_function_words_of_a_question_do_not_match(store: MemoryStore) -> None:
+    """ "What did ... when ..." matches every question asked in a conversation; the answer
+    shares the question's content words."""
+    answer = store.add("Mia: I adopted a puppy from the shelter.", "observation").record
+    store.add("Mia: What did you do when you were there?", "observation")
+    store.add("Mia: How did that go, what did they say?", "observation")
+    assert answer is not None
+    assert store.search("What did Mia adopt?", limit=1)[0].id == answer.id
+    # A query of function words alone still searches with them.
+    assert store.search("what did they say", limit=1)[0].snippet.startswith("Mia: How did")
+
+
 def test_search_sees_other_writers_and_leaves_out_superseded_records(db: Path) -> None:
     with MemoryStore(PROJECT, path=db) as reader, MemoryStore(PROJECT, path=db) as writer:
         assert reader.search("cache invalidation") == []

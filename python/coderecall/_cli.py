@@ -32,32 +32,12 @@ from ._logs import detach_all_file_logs
 from ._models import distill_model, find_model, list_models, models_dir
 from ._native import __version__
 from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit
+from ._stopwords import STOP_WORDS
 
 __all__ = ["main"]
 
 _SNIPPET_LINES = 8
 _UNWRAPPED = 10_000  # console width for piped output
-# Words too common to be worth highlighting in a snippet.
-_STOP_WORDS = frozenset(
-    [
-        "and",
-        "are",
-        "does",
-        "for",
-        "from",
-        "how",
-        "that",
-        "the",
-        "this",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "with",
-    ]
-)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -467,7 +447,7 @@ def _print_hit(console: Console, hit: SearchHit, query: str) -> None:
 
 def _term_spans(snippet: str, query: str) -> list[tuple[int, int, int]]:
     """``(line, start, end)`` of every query word in the snippet; lines 1-based."""
-    words = {word.lower() for word in re.findall(r"\w{3,}", query)} - _STOP_WORDS
+    words = {word.lower() for word in re.findall(r"\w{3,}", query)} - STOP_WORDS
     if not words:
         return []
     pattern = re.compile("|".join(re.escape(word) for word in sorted(words)), re.IGNORECASE)
