@@ -582,24 +582,25 @@ class MemoryStore:
         semantic = self._nearest(text, depth, allowed)
         if semantic is not None:
             channels["semantic"] = semantic
-        fused = _fuse(
+        ranked = _fuse(
             {
                 name: _context(found, neighbours, allowed, complete=len(found) < depth)
                 for name, found in channels.items()
             },
             {"semantic": _SEMANTIC_WEIGHT},
         )
-        # Hits are labelled by the channels that matched them; "context" if none did.
-        brought = {name: {key for key, _ in found} for name, found in channels.items()}
-        ranked = [
-            (key, score, tuple(n for n, keys in brought.items() if key in keys) or ("context",))
-            for key, score, _ in fused
-        ]
         if window != (None, None):
             low = window[0].timestamp() if window[0] is not None else float("-inf")
             high = window[1].timestamp() if window[1] is not None else float("inf")
             ranked = _prefer(ranked, {i for i, at in candidates.items() if low <= at < high})
-        return self._hits(ranked[:limit])
+        # Hits are labelled by the channels that matched them; "context" if none did.
+        brought = {name: {key for key, _ in found} for name, found in channels.items()}
+        return self._hits(
+            [
+                (key, score, tuple(n for n, keys in brought.items() if key in keys) or ("context",))
+                for key, score in ranked[:limit]
+            ]
+        )
 
     def timeline(self, record_id: int, *, before: int = 5, after: int = 5) -> list[MemoryRecord]:
         """The records of this project written around ``record_id``, in time order (current
@@ -1020,18 +1021,15 @@ def _model_key(embedder: Embedder, model_id: str | None) -> str:
 
 def _fuse(
     channels: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
-) -> list[tuple[int, float, tuple[str, ...]]]:
+) -> list[tuple[int, float]]:
     """Weighted reciprocal rank fusion (k = 60) of the ranked channels, as code search fuses
     them; a channel's weight is 1 unless ``weights`` says otherwise."""
     scores: dict[int, float] = {}
-    found: dict[int, tuple[str, ...]] = {}
     for name, ranked in channels.items():
         weight = weights.get(name, 1.0)
         for rank, (key, _) in enumerate(ranked):
             scores[key] = scores.get(key, 0.0) + weight / (_RRF_K + rank + 1)
-            found[key] = (*found.get(key, ()), name)
-    order = sorted(scores, key=lambda key: (-scores[key], key))
-    return [(key, scores[key], found[key]) for key in order]
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def _context(
@@ -1059,22 +1057,10 @@ def _context(
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _prefer(
-    ranked: Sequence[tuple[int, float, tuple[str, ...]]], preferred: set[int]
-) -> list[tuple[int, float, tuple[str, ...]]]:
+def _prefer(ranked: Sequence[tuple[int, float]], preferred: set[int]) -> list[tuple[int, float]]:
     """``ranked`` fused by reciprocal rank with its own ``preferred`` part: those rise
     without the others dropping out."""
-    inside = {key: rank for rank, key in enumerate(k for k, _, _ in ranked if k in preferred)}
-    scored = [
-        (
-            key,
-            1.0 / (_RRF_K + rank + 1)
-            + (1.0 / (_RRF_K + inside[key] + 1) if key in inside else 0.0),
-            channels,
-        )
-        for rank, (key, _, channels) in enumerate(ranked)
-    ]
-    return sorted(scored, key=lambda item: (-item[1], item[0]))
+    return _fuse({"all": ranked, "preferred": [kv for kv in ranked if kv[0] in preferred]}, {})
 
 
 def _check_type(kind: str) -> str:
