@@ -253,67 +253,37 @@ def rows_for(tools: Sequence[str], targets: Targets) -> list[Row]:
     plans: dict[str, Callable[[], list[Row]]] = {
         "codebase_context": lambda: [
             Row(
-                "codebase_context (identifier)",
+                f"codebase_context ({kind})",
                 "codebase_context",
-                _each("query", ids),
-                _n(ids, "identifiers"),
-            ),
-            Row(
-                "codebase_context (path)",
-                "codebase_context",
-                _each("query", paths),
-                _n(paths, "files"),
-            ),
-            Row(
-                "codebase_context (question)",
-                "codebase_context",
-                _each("query", questions),
-                _n(questions, "questions"),
-            ),
+                _each("query", values),
+                _n(values, noun),
+            )
+            for kind, values, noun in (
+                ("identifier", ids, "identifiers"),
+                ("path", paths, "files"),
+                ("question", questions, "questions"),
+            )
         ],
-        "codebase_search": lambda: [
-            Row(
-                "codebase_search",
-                "codebase_search",
-                _each("query", questions + ids),
-                _n(questions + ids, "queries"),
-            ),
-        ],
-        "codebase_peek": lambda: [
-            Row(
-                "codebase_peek",
-                "codebase_peek",
-                _each("query", questions + ids),
-                _n(questions + ids, "queries"),
-            ),
-        ],
-        "implementation_lookup": lambda: [
-            Row(
-                "implementation_lookup",
-                "implementation_lookup",
-                _each("symbol", ids),
-                _n(ids, "identifiers"),
-            ),
-        ],
-        "call_graph": lambda: [
-            Row("call_graph", "call_graph", _each("symbol", ids), _n(ids, "identifiers")),
-        ],
-        "call_graph_path": lambda: [
-            Row(
-                "call_graph_path",
-                "call_graph_path",
-                [{"source": s, "target": t} for s, t in targets.chains],
-                _n(targets.chains, "chains"),
-            ),
-        ],
-        "find_similar": lambda: [
-            Row(
-                "find_similar",
-                "find_similar",
-                [{"path": p, "line": line} for p, line in targets.locations],
-                _n(targets.locations, "definitions"),
-            ),
-        ],
+        "codebase_search": _single(
+            "codebase_search", _each("query", questions + ids), _n(questions + ids, "queries")
+        ),
+        "codebase_peek": _single(
+            "codebase_peek", _each("query", questions + ids), _n(questions + ids, "queries")
+        ),
+        "implementation_lookup": _single(
+            "implementation_lookup", _each("symbol", ids), _n(ids, "identifiers")
+        ),
+        "call_graph": _single("call_graph", _each("symbol", ids), _n(ids, "identifiers")),
+        "call_graph_path": _single(
+            "call_graph_path",
+            [{"source": s, "target": t} for s, t in targets.chains],
+            _n(targets.chains, "chains"),
+        ),
+        "find_similar": _single(
+            "find_similar",
+            [{"path": p, "line": line} for p, line in targets.locations],
+            _n(targets.locations, "definitions"),
+        ),
         "index_status": _single("index_status", [{}], "-"),
         "index_metrics": _single("index_metrics", [{}], "-"),
         "index_logs": _single("index_logs", [{}], "last 50 records"),
