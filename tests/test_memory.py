@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from coderecall import _memory as memory_module
 from coderecall._errors import QueryError
 from coderecall._memory import MemoryStore
 from helpers import MakeRepo
@@ -351,10 +352,24 @@ def test_search_ranks_by_text_tags_and_type_and_filters(store: MemoryStore) -> N
         store.search("x", limit=0)
 
 
+def _converse(
+    store: MemoryStore, said: list[tuple[str, str]], private: frozenset[int] = frozenset()
+) -> list[int]:
+    """Write ``(session, text)`` turns a minute apart as observations; their record ids."""
+    day = datetime(2024, 3, 4, 10, 0, tzinfo=timezone.utc)
+    ids = []
+    for n, (session, text) in enumerate(said):
+        privacy = "private" if n in private else None
+        at = day + timedelta(minutes=n)
+        result = store.add(text, "observation", session=session, at=at, privacy=privacy)
+        assert result.record is not None
+        ids.append(result.record.id)
+    return ids
+
+
 def test_a_reply_is_found_through_the_turn_it_answers(store: MemoryStore) -> None:
     """The answer to a question about a conversation is often a reply that repeats none of
     its words: it ranks through its session neighbour, and only within its session."""
-    day = datetime(2024, 3, 4, 10, 0, tzinfo=timezone.utc)
     said = [
         ("s1", "Ben: I gave Ana a ceramic teapot for her birthday."),
         ("s1", "Ana: Oh wow, I love it so much, thank you!"),
@@ -362,11 +377,7 @@ def test_a_reply_is_found_through_the_turn_it_answers(store: MemoryStore) -> Non
         ("s2", "Ben: Work has been busy lately."),
         ("s3", "Ana: Lunch was fine."),
     ]
-    ids = []
-    for n, (session, text) in enumerate(said):
-        result = store.add(text, "observation", session=session, at=day + timedelta(minutes=n))
-        assert result.record is not None
-        ids.append(result.record.id)
+    ids = _converse(store, said)
     hits = store.search("How did Ana feel about the teapot?", limit=3)
     assert [h.id for h in hits[:2]] == [ids[0], ids[1]]
     assert hits[0].channels == ("lexical",)
@@ -375,6 +386,48 @@ def test_a_reply_is_found_through_the_turn_it_answers(store: MemoryStore) -> Non
     # a neighbour of s1's last turn.
     assert [h.id for h in store.search("ceramic teapot", limit=5)] == [ids[0], ids[1]]
     assert store.search("ceramic teapot", limit=5)[1].channels == ("context",)
+
+
+@pytest.mark.parametrize("reach", [0, 2])
+def test_a_turn_is_read_with_the_turns_around_it(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, reach: int
+) -> None:
+    """An answer two turns after its question shares only a name with the query; its
+    window (the turns around it) holds the rest. Without windows (reach 0), another session's
+    turn of the same speaker outranks it."""
+    monkeypatch.setattr(memory_module, "_WINDOW_REACH", reach)
+    said = [
+        ("s1", "Mel: How was the pottery class on Saturday?"),
+        ("s1", "Cam: Messy but fun."),
+        ("s1", "Cam: I shaped a bowl with a blue glaze."),
+        ("s2", "Cam: It rained all weekend long."),
+        ("s2", "Cam: I stayed in and read a novel."),
+    ]
+    ids = _converse(store, said)
+    ranked = [h.id for h in store.search("What did Cam make in the pottery class?", limit=5)]
+    if reach:
+        assert ranked.index(ids[2]) < ranked.index(ids[3])
+    else:  # the rule decides this ranking
+        assert ranked.index(ids[2]) > ranked.index(ids[3])
+
+
+def test_a_private_turn_lends_no_words_to_the_turns_around_it(store: MemoryStore) -> None:
+    said = [("s1", "Cam: Hello there."), ("s1", "Cam: My salary is 90k."), ("s1", "Cam: Bye.")]
+    ids = _converse(store, said, private=frozenset({1}))
+    assert store.search("salary") == []
+    assert [h.id for h in store.search("salary", include_private=True)][:1] == [ids[1]]
+
+
+def test_fusion_keeps_a_clear_winner_of_one_channel_ahead() -> None:
+    """Each channel's scores count as a share of its best: a record one channel is sure of
+    beats one that both channels found only vaguely (reciprocal ranks would tie them)."""
+    lexical = [(1, 9.0), (2, 1.0), (3, 0.5)]
+    semantic = [(2, 0.30), (3, 0.29), (1, 0.10)]
+    assert [
+        key for key, _ in memory_module._blend({"lexical": lexical, "semantic": semantic}, {})
+    ] == [1, 2, 3]
+    fused = memory_module._fuse({"lexical": lexical, "semantic": semantic}, {})
+    assert fused[0][0] == 2  # the rank fusion this replaced lets the vague record win
 
 
 def test_function_words_of_a_question_do_not_match(store: MemoryStore) -> None:

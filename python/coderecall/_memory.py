@@ -30,7 +30,10 @@ tags, a privacy level, the session and event ids they came from, timestamps, and
    oldest first, into one ``learned-pattern`` record that supersedes them.
 
 **Search** is hybrid when the store has an embedding model (``embedder``): BM25F over text,
-tags and type, and the cosine of vectors, fused by reciprocal rank. Vectors are stored in the
+tags and type, and the cosine of vectors, each channel's scores taken as a share of its best
+and summed (vectors at half a vote). Within a session a record is read with its context: each
+channel also scores its *window* (the record and up to two records either side of it), and a
+record earns part of its best neighbour's score (see ``_context``). Vectors are stored in the
 database under the model's name, so two models never mix; records written without one get
 theirs at the next search. Private records get no vector: they stay out of the semantic
 channel and never reach an embedding provider.
@@ -132,6 +135,10 @@ _SEMANTIC_WEIGHT = 0.5
 conversational memory (LoCoMo Hit@10: MiniLM vectors 0.55, BM25 0.59): with an equal vote
 it pulled hybrid below lexical-only; at half it adds what words miss (see
 benches/memory/README.md)."""
+_WINDOW_REACH = 2
+"""A record's window: itself and up to this many records before and after it in its
+session. What a turn of a conversation is about is often said in the turns around it ("How
+was the workshop?" ... "I loved it"), so a query's words may meet only in the window."""
 _EMBED_BATCH = 64
 _CONDENSED_CHARS = 400
 """Characters kept of each session summary condensed into a learned pattern."""
@@ -230,11 +237,12 @@ class MemoryHit:
     tags: tuple[str, ...]
     created_at: datetime
     score: float
-    """Relevance, comparable within one result list: BM25F, or the fused reciprocal rank
-    when vectors answered too (0 for a listing by time)."""
+    """Relevance, comparable within one result list only: each channel's score as a share
+    of its best, summed over the channels (a reciprocal rank fusion when a time phrase put its
+    window first; 0 for a listing by time)."""
     channels: tuple[str, ...] = ()
-    """Which channels found it: ``lexical``, ``semantic``, or ``context`` for a record
-    that matched in neither but was said next to a hit in its session."""
+    """Which channels found it: ``lexical`` (its own words matched), ``semantic``, or
+    ``context`` for a record found only through the records around it in its session."""
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -279,8 +287,9 @@ class MemoryStore:
         }
         self._max_summaries = max_session_summaries
         self._lock = threading.Lock()
-        self._index: tuple[str, TextIndex, dict[int, tuple[int, ...]]] | None = None
+        self._index: tuple[str, _Lexicon] | None = None
         self._vectors: tuple[str, npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
+        self._windows: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
 
     @property
     def path(self) -> Path:
@@ -576,15 +585,20 @@ class MemoryStore:
             return self._hits([(i, 0.0, ()) for i, _ in newest])
         allowed = set(candidates)
         depth = max(limit * _OVERFETCH, _MIN_DEPTH)
-        index, neighbours = self._text_index()
+        lexicon = self._text_index()
         # Function words go: they match every question asked in a conversation.
-        channels = {"lexical": index.search(content_query(text), depth, allowed)}
+        lexical, matched = lexicon.search(content_query(text), depth, allowed)
+        channels = {"lexical": lexical}
+        # Hits are labelled by the channels that matched them; "context" if only the
+        # records around them did.
+        brought = {"lexical": matched}
         semantic = self._nearest(text, depth, allowed)
         if semantic is not None:
             channels["semantic"] = semantic
-        ranked = _fuse(
+            brought["semantic"] = {key for key, _ in semantic}
+        ranked = _blend(
             {
-                name: _context(found, neighbours, allowed, complete=len(found) < depth)
+                name: _context(found, lexicon.neighbours, allowed, depth=depth)
                 for name, found in channels.items()
             },
             {"semantic": _SEMANTIC_WEIGHT},
@@ -593,8 +607,6 @@ class MemoryStore:
             low = window[0].timestamp() if window[0] is not None else float("-inf")
             high = window[1].timestamp() if window[1] is not None else float("inf")
             ranked = _prefer(ranked, {i for i, at in candidates.items() if low <= at < high})
-        # Hits are labelled by the channels that matched them; "context" if none did.
-        brought = {name: {key for key, _ in found} for name, found in channels.items()}
         return self._hits(
             [
                 (key, score, tuple(n for n, keys in brought.items() if key in keys) or ("context",))
@@ -681,10 +693,11 @@ class MemoryStore:
             sql.append("AND created_at < ?")
             params.append(end.timestamp())
         wanted = set(tags)
+        rows = self._conn().execute(" ".join(sql), params).fetchall()
+        if not wanted:  # no tag filter: skip decoding every record's tags on every query
+            return {row["id"]: row["created_at"] for row in rows}
         return {
-            row["id"]: row["created_at"]
-            for row in self._conn().execute(" ".join(sql), params).fetchall()
-            if wanted <= set(json.loads(row["tags"]))
+            row["id"]: row["created_at"] for row in rows if wanted <= set(json.loads(row["tags"]))
         }
 
     def _where(
@@ -710,35 +723,48 @@ class MemoryStore:
             params.extend(kinds)
         return " ".join(sql), params
 
-    def _text_index(self) -> tuple[TextIndex, dict[int, tuple[int, ...]]]:
-        """The search index of this project's current records and each record's
-        neighbours (the records written just before and after it in its session), rebuilt
-        when any process wrote since they were built."""
+    def _text_index(self) -> _Lexicon:
+        """The search indexes of this project's current records, with each record's
+        neighbours and window, rebuilt when any process wrote since they were built."""
         conn = self._conn()
         generation = self._db.generation()
         with self._lock:
             if self._index is not None and self._index[0] == generation:
-                return self._index[1], self._index[2]
-        index = TextIndex()
+                return self._index[1]
         rows = conn.execute(
-            "SELECT id, type, text, tags, session FROM records"
+            "SELECT id, type, text, tags, session, privacy FROM records"
             " WHERE (project = ? OR scope = 'user')"
             " AND superseded_by IS NULL AND forgotten_at IS NULL"
             " ORDER BY session, created_at, id",
             (self._project,),
         ).fetchall()
-        neighbours: dict[int, tuple[int, ...]] = {}
+        lexicon = _Lexicon(TextIndex(), TextIndex(), {}, {})
         for at, row in enumerate(rows):
-            index.insert(row["id"], row["text"], " ".join(json.loads(row["tags"])), row["type"])
-            if row["session"] is not None:
-                neighbours[row["id"]] = tuple(
-                    rows[other]["id"]
-                    for other in (at - 1, at + 1)
-                    if 0 <= other < len(rows) and rows[other]["session"] == row["session"]
-                )
+            tags = " ".join(json.loads(row["tags"]))
+            lexicon.records.insert(row["id"], row["text"], tags, row["type"])
+            session = row["session"]
+            if session is None:
+                lexicon.windows.insert(row["id"], row["text"], tags, row["type"])
+                continue
+            lexicon.neighbours[row["id"]] = tuple(
+                rows[other]["id"]
+                for other in (at - 1, at + 1)
+                if 0 <= other < len(rows) and rows[other]["session"] == session
+            )
+            # A private record lends its words to no other record's window.
+            window = [
+                rows[other]
+                for other in range(at - _WINDOW_REACH, at + _WINDOW_REACH + 1)
+                if 0 <= other < len(rows)
+                and rows[other]["session"] == session
+                and (other == at or rows[other]["privacy"] == "public")
+            ]
+            lexicon.window_members[row["id"]] = tuple(member["id"] for member in window)
+            text = "\n".join(member["text"] for member in window)
+            lexicon.windows.insert(row["id"], text, tags, row["type"])
         with self._lock:
-            self._index = (generation, index, neighbours)
-        return index, neighbours
+            self._index = (generation, lexicon)
+        return lexicon
 
     def _hits(self, found: Sequence[tuple[int, float, tuple[str, ...]]]) -> list[MemoryHit]:
         records = {r.id: r for r in self.get(i for i, _, _ in found)}
@@ -867,9 +893,11 @@ class MemoryStore:
         ids, matrix = self._vector_matrix(self._embedder, self._model)
         if not len(ids):
             return []
+        windows = self._window_matrix(ids, matrix)
         query: npt.NDArray[np.float32] = self._embedder.embed([text])[0]
         keep = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-        ids, scores = ids[keep], matrix[keep] @ query
+        # A record's own cosine plus its window's (see _WINDOW_REACH).
+        ids, scores = ids[keep], matrix[keep] @ query + windows[keep] @ query
         top = np.argsort(-scores, kind="stable")[:limit]
         return [(int(ids[k]), float(scores[k])) for k in top]
 
@@ -919,6 +947,31 @@ class MemoryStore:
         with self._lock:
             self._vectors = (generation, ids, matrix)
         return ids, matrix
+
+    def _window_matrix(
+        self, ids: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        """Each row of ``matrix``'s window vector: the normalised sum of its window members'
+        vectors (members without a vector, private ones, count for nothing)."""
+        with self._lock:  # ``ids`` is the cached array of one generation of vectors
+            if self._windows is not None and self._windows[0] is ids:
+                return self._windows[1]
+        members = self._text_index().window_members
+        row_of = {int(key): row for row, key in enumerate(ids)}
+        pairs = [
+            (row, row_of[member])
+            for row, key in enumerate(ids)
+            for member in members.get(int(key), (int(key),))
+            if member in row_of
+        ]
+        rows, sources = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
+        windows = np.zeros_like(matrix)
+        np.add.at(windows, rows, matrix[sources])
+        norms = np.linalg.norm(windows, axis=1, keepdims=True)
+        windows /= np.where(norms > 0, norms, 1.0)
+        with self._lock:
+            self._windows = (ids, windows)
+        return windows
 
     @staticmethod
     def _get_current(conn: sqlite3.Connection, record_id: int) -> bool:
@@ -1019,6 +1072,38 @@ def _model_key(embedder: Embedder, model_id: str | None) -> str:
     return local_model_id(describe(embedder.path), embedder.dims)
 
 
+@dataclass(frozen=True)
+class _Lexicon:
+    """The text side of one generation of a project's records."""
+
+    records: TextIndex
+    windows: TextIndex
+    """Each record's window (see ``_WINDOW_REACH``) as one text, under the record's id."""
+    neighbours: dict[int, tuple[int, ...]]
+    """The records written just before and after each record in its session."""
+    window_members: dict[int, tuple[int, ...]]
+
+    def search(
+        self, query: str, depth: int, allowed: set[int]
+    ) -> tuple[list[tuple[int, float]], set[int]]:
+        """BM25F of each record plus that of its window, best ``depth`` first, and the
+        records whose own text matched."""
+        own = _above_floor(self.records.search(query, depth, allowed), depth)
+        scores = dict(own)
+        for key, score in _above_floor(self.windows.search(query, depth, allowed), depth).items():
+            scores[key] = scores.get(key, 0.0) + score
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:depth], set(own)
+
+
+def _above_floor(ranked: Sequence[tuple[int, float]], depth: int) -> dict[int, float]:
+    """Scores counted from what a record the channel did not bring would score: the last
+    candidate's when the list was cut at ``depth``, else zero."""
+    if not ranked:
+        return {}
+    floor = ranked[-1][1] if len(ranked) >= depth else min(ranked[-1][1], 0.0)
+    return {key: score - floor for key, score in ranked}
+
+
 def _fuse(
     channels: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
 ) -> list[tuple[int, float]]:
@@ -1032,22 +1117,35 @@ def _fuse(
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+def _blend(
+    channels: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
+) -> list[tuple[int, float]]:
+    """The channels' scores, each as a share of its best, summed with their weights (1
+    unless ``weights`` says otherwise). Unlike reciprocal ranks, a clear winner of one
+    channel stays ahead of a record both channels found only vaguely."""
+    scores: dict[int, float] = {}
+    for name, ranked in channels.items():
+        best = ranked[0][1] if ranked else 0.0
+        if best <= 0:
+            continue
+        weight = weights.get(name, 1.0)
+        for key, score in ranked:
+            scores[key] = scores.get(key, 0.0) + weight * score / best
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def _context(
     ranked: Sequence[tuple[int, float]],
     neighbours: Mapping[int, tuple[int, ...]],
     allowed: set[int],
     *,
-    complete: bool,
+    depth: int,
 ) -> list[tuple[int, float]]:
     """One channel's ranking rescored with context: each record also earns a share of the
     best score among its session neighbours. In a conversation the answer is often the
-    reply to what the query matches, or the question before it. Scores count from what a
-    record the channel did not bring would score: its last candidate's when the list was
-    cut (``complete`` false), else zero."""
-    if not ranked:
-        return []
-    floor = min(ranked[-1][1], 0.0) if complete else ranked[-1][1]
-    own = {key: score - floor for key, score in ranked}
+    reply to what the query matches, or the question before it. Scores count from the
+    channel's floor (``_above_floor``)."""
+    own = _above_floor(ranked, depth)
     scores = dict(own)
     for key, score in own.items():
         for other in neighbours.get(key, ()):
