@@ -505,6 +505,32 @@ def test_ending_a_session_with_a_summary_records_a_session_summary(
     assert len(store.records(type="session-summary")) == 2
 
 
+def test_a_remembered_event_is_searchable_at_once_as_a_record_of_its_root(
+    sessions: Sessions, store: MemoryStore, db: Path
+) -> None:
+    sessions.start("sub", parent="main")
+    said = T0 + timedelta(minutes=5)
+    event = sessions.record(
+        "sub", "decision", "Keep invoices in integer cents.", at=said, remember=True
+    )
+    note = sessions.record("main", "note", "Cents avoid float drift.", remember=True)
+    sessions.record("main", "prompt", "Why cents and not floats?")  # logged only
+    assert event is not None
+    assert note is not None
+    (hit,) = store.search("invoices cents", limit=1)
+    (record,) = store.get([hit.id])
+    assert (record.type, record.session, record.events) == ("decision", "main", (str(event.id),))
+    assert record.created_at == said == event.at
+    assert [r.type for r in store.records()] == ["decision", "observation"]
+    assert "floats" not in " ".join(r.text for r in store.records())
+    # The write path applies: secrets are redacted, a blocked event becomes nothing.
+    secret = "ghp_" + "a1B2c3D4e5" * 4
+    sessions.record("main", "note", f"pushed with {secret}", remember=True)
+    assert sessions.record("main", "note", "hidden", tags=["blocked"], remember=True) is None
+    assert secret.encode() not in _file_bytes(db)
+    assert len(store.records()) == 3
+
+
 def test_around_gives_this_projects_events_nearest_a_time(sessions: Sessions, db: Path) -> None:
     for n in range(10):
         sessions.record("s1", "note", f"note {n}", at=T0 + timedelta(minutes=n))

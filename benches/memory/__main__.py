@@ -217,10 +217,11 @@ def run(args: argparse.Namespace) -> int:
         scored=sum(len(c.questions) for c in conversations),
     )
     notes.append(
-        f"each conversation is its own store (a fresh database); every turn is one "
-        f"`observation` record dated at its session's time, searched with limit "
-        f"{SEARCH_LIMIT}; latency is `MemoryStore.search` alone (not `get`), per query, "
-        "after one warm-up query per store; ingest is every `add` of the conversation"
+        f"each conversation is its own store (a fresh database); every turn is one event of "
+        f"its session's log, dated at the session's time and remembered at once as an "
+        f"`observation` record; searched with limit {SEARCH_LIMIT}; latency is "
+        "`MemoryStore.search` alone (not `get`), per query, after one warm-up query per "
+        "store; ingest is every `Sessions.record` of the conversation"
     )
     notes.append(
         "BM25 (baseline): one document per turn, lowercase word tokens, k1 1.2, b 0.75, "

@@ -3,9 +3,11 @@
 A configuration is the memory store with one set of channels (``lexical``: no embedder;
 ``transformer`` / ``static``: an :class:`coderecall.Embedder`) or a baseline over the turns
 (BM25, or vectors only). Each conversation gets its own engine: a store is a fresh database
-file in a temporary folder, its project the sample id. Every turn is one ``observation``
-record dated at its session's time; dedup may merge near-identical turns into one record,
-whose ``events`` then list all of their ids, and a hit counts by those ids.
+file in a temporary folder, its project the sample id. Every turn is one event of its
+session's log, dated at the session's time and remembered at once
+(``Sessions.record(..., remember=True)``): the store's write path makes it an
+``observation`` record listing the event's id. Dedup may merge near-identical turns into one
+record, whose ``events`` then list all of their ids, and a hit counts by those ids.
 
 Each search also prices the context an agent would be handed: the texts of the first
 ``CONTEXT_AT`` results, one per line, in the tokens of the memory block's budget.
@@ -24,8 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from coderecall import Embedder
-from coderecall._memory import MemoryStore
+from coderecall import Embedder, MemoryStore, Sessions
 from coderecall._tokens import default_counter
 
 from .bm25 import BM25
@@ -146,26 +147,31 @@ class _StoreEngine:
     def __init__(self, conversation: Conversation, store: MemoryStore) -> None:
         self.conversation = conversation
         self.store = store
+        self.turn_of: dict[str, str] = {}  # event id -> the turn's dia_id
 
     def ingest(self) -> tuple[int, int, int]:
-        counts = {"added": 0, "updated": 0, "refused": 0}
+        sessions = Sessions(self.store)
+        before = len(self.store.records())
         for turn in self.conversation.turns:
-            result = self.store.add(
+            event = sessions.record(
+                f"{self.conversation.sample_id}:session_{turn.session}",
+                "note",
                 turn.record_text(),
-                "observation",
-                session=f"{self.conversation.sample_id}:session_{turn.session}",
-                events=[turn.dia_id],
                 at=turn.at,
+                remember=True,
             )
-            counts[result.action] += 1
-        return counts["added"], counts["updated"], counts["refused"]
+            if event is not None:
+                self.turn_of[str(event.id)] = turn.dia_id
+        added = len(self.store.records()) - before
+        return added, len(self.turn_of) - added, len(self.conversation.turns) - len(self.turn_of)
 
     def search(self, query: str) -> Found:
         started = time.perf_counter()
         hits = self.store.search(query, limit=SEARCH_LIMIT)
         seconds = time.perf_counter() - started
         records = self.store.get(hit.id for hit in hits)
-        return Found([r.events for r in records], [r.text for r in records], seconds)
+        turns = [tuple(self.turn_of.get(e, e) for e in r.events) for r in records]
+        return Found(turns, [r.text for r in records], seconds)
 
 
 def store_engine(**options: Any) -> Opener:

@@ -343,11 +343,17 @@ class Sessions:
         at: datetime | None = None,
         tags: Iterable[str] = (),
         privacy: str | None = None,
+        remember: bool = False,
     ) -> SessionEvent | None:
         """Append an event to the log of ``session_id``'s root (creating the session if it
         is unknown). ``tags`` and ``privacy`` set the event's privacy level as for a memory
         record. Returns ``None`` when nothing was stored: the event is blocked, or nothing is
-        left of its text after the privacy filter."""
+        left of its text after the privacy filter.
+
+        With ``remember``, the event also becomes a memory record at once, through the
+        store's write path (a ``decision`` event a ``decision`` record, any other an
+        ``observation``), of the root session, dated with the event and listing its id as
+        its source: searchable before any summary or extraction distils the session."""
         session_id = _check_id(session_id)
         if kind not in EVENT_KINDS:
             raise QueryError(f"unknown event kind {kind!r}; expected one of {EVENT_KINDS}")
@@ -388,9 +394,20 @@ class Sessions:
             conn.execute("UPDATE sessions SET snapshot = NULL WHERE id = ?", (root,))
             event_id = cursor.lastrowid
         assert event_id is not None  # an INSERT always sets it
-        return SessionEvent(
+        event = SessionEvent(
             event_id, root, session_id, kind, clean, json.loads(meta_json), _when(when)
         )
+        if remember:
+            self._store.add(
+                clean,
+                "decision" if kind == "decision" else "observation",
+                tags=tags,
+                privacy=privacy,
+                session=root,
+                events=[str(event_id)],
+                at=event.at,
+            )
+        return event
 
     def end(
         self, session_id: str, *, summary: str | None = None, at: datetime | None = None
