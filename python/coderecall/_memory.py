@@ -290,6 +290,7 @@ class MemoryStore:
         self._index: tuple[str, _Lexicon] | None = None
         self._vectors: tuple[str, npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
         self._windows: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
+        self._filtered: tuple[tuple[object, ...], dict[int, float]] | None = None
 
     @property
     def path(self) -> Path:
@@ -682,8 +683,9 @@ class MemoryStore:
         start: datetime | None,
         end: datetime | None,
         include_private: bool,
-    ) -> dict[int, float]:
-        """Ids (with creation times) of the current records the filters keep."""
+    ) -> Mapping[int, float]:
+        """Ids (with creation times) of the current records the filters keep (shared: not
+        to be changed)."""
         where, params = self._where(type, scope, include_private, include_history=False)
         sql = [f"SELECT id, created_at, tags FROM records WHERE {where}"]
         if start is not None:
@@ -692,13 +694,21 @@ class MemoryStore:
         if end is not None:
             sql.append("AND created_at < ?")
             params.append(end.timestamp())
+        key = (self._db.generation(), " ".join(sql), tuple(params), tags)
+        with self._lock:
+            if self._filtered is not None and self._filtered[0] == key:
+                return self._filtered[1]
         wanted = set(tags)
-        rows = self._conn().execute(" ".join(sql), params).fetchall()
-        if not wanted:  # no tag filter: skip decoding every record's tags on every query
-            return {row["id"]: row["created_at"] for row in rows}
-        return {
-            row["id"]: row["created_at"] for row in rows if wanted <= set(json.loads(row["tags"]))
+        rows = self._conn().execute(key[1], params).fetchall()
+        found = {
+            row["id"]: row["created_at"]
+            for row in rows
+            # Decoding every record's tags costs more than the rest of a search.
+            if not wanted or wanted <= set(json.loads(row["tags"]))
         }
+        with self._lock:  # a repeated search with the same filters reuses it
+            self._filtered = (key, found)
+        return found
 
     def _where(
         self,
@@ -896,8 +906,9 @@ class MemoryStore:
         windows = self._window_matrix(ids, matrix)
         query: npt.NDArray[np.float32] = self._embedder.embed([text])[0]
         keep = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-        # A record's own cosine plus its window's (see _WINDOW_REACH).
-        ids, scores = ids[keep], matrix[keep] @ query + windows[keep] @ query
+        # A record's own cosine plus its window's (see _WINDOW_REACH); scoring every row
+        # and then keeping the allowed ones copies no matrix.
+        ids, scores = ids[keep], (matrix @ query + windows @ query)[keep]
         top = np.argsort(-scores, kind="stable")[:limit]
         return [(int(ids[k]), float(scores[k])) for k in top]
 
