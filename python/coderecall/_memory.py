@@ -753,22 +753,21 @@ class MemoryStore:
             tags = " ".join(json.loads(row["tags"]))
             lexicon.records.insert(row["id"], row["text"], tags, row["type"])
             session = row["session"]
-            if session is None:
-                lexicon.windows.insert(row["id"], row["text"], tags, row["type"])
-                continue
-            lexicon.neighbours[row["id"]] = tuple(
-                rows[other]["id"]
-                for other in (at - 1, at + 1)
-                if 0 <= other < len(rows) and rows[other]["session"] == session
-            )
-            # A private record lends its words to no other record's window.
-            window = [
-                rows[other]
-                for other in range(at - _WINDOW_REACH, at + _WINDOW_REACH + 1)
-                if 0 <= other < len(rows)
-                and rows[other]["session"] == session
-                and (other == at or rows[other]["privacy"] == "public")
-            ]
+            window = [row]  # a record without a session is its own window
+            if session is not None:
+                lexicon.neighbours[row["id"]] = tuple(
+                    rows[other]["id"]
+                    for other in (at - 1, at + 1)
+                    if 0 <= other < len(rows) and rows[other]["session"] == session
+                )
+                # A private record lends its words to no other record's window.
+                window = [
+                    rows[other]
+                    for other in range(at - _WINDOW_REACH, at + _WINDOW_REACH + 1)
+                    if 0 <= other < len(rows)
+                    and rows[other]["session"] == session
+                    and (other == at or rows[other]["privacy"] == "public")
+                ]
             lexicon.window_members[row["id"]] = tuple(member["id"] for member in window)
             text = "\n".join(member["text"] for member in window)
             lexicon.windows.insert(row["id"], text, tags, row["type"])
@@ -972,7 +971,7 @@ class MemoryStore:
         pairs = [
             (row, row_of[member])
             for row, key in enumerate(ids)
-            for member in members.get(int(key), (int(key),))
+            for member in members.get(int(key), ())
             if member in row_of
         ]
         rows, sources = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
