@@ -35,6 +35,11 @@ def git(cwd: Path, *args: str) -> str:
     return result.stdout
 
 
+def database_bytes(db: Path) -> bytes:
+    """Every byte SQLite keeps for ``db``: the file, its WAL and shared memory."""
+    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+
+
 def write_files(root: Path, files: Files) -> None:
     for name, content in files.items():
         path = root / name

@@ -17,6 +17,7 @@ import pytest
 from coderecall._hooks import main
 from coderecall._memory import MemoryStore
 from coderecall._sessions import Sessions
+from helpers import database_bytes
 
 PAYLOADS = Path(__file__).parent / "hook_payloads"
 CLAUDE = "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"
@@ -151,7 +152,7 @@ def test_a_claude_code_session_is_recorded_and_restored_after_compaction(
     assert "Fix the flaky refund test" in summaries[0].text
     around = store.events_around(summaries[0].id, before=3, after=3)
     assert [e.kind for e in around] == ["error", "summary", "note"]  # what led up to it
-    raw = b"".join(p.read_bytes() for p in memory.parent.glob(memory.name + "*"))
+    raw = database_bytes(memory)
     assert b"sk-proj-Abcdefghij" not in raw
 
 

@@ -19,18 +19,9 @@ from coderecall import CodeIndex
 from coderecall._mcp import McpService, build_server, count_tokens
 from coderecall._memory import MemoryStore
 from helpers import CALLS_PROJECT, MakeRepo
-from test_mcp import _stdio_session, _Tools
+from test_mcp import TOOLS, _stdio_session, _Tools
 
-MEMORY_TOOLS = {
-    "ask",
-    "memory_search",
-    "memory_timeline",
-    "memory_get",
-    "memory_add",
-    "memory_supersede",
-    "memory_forget",
-    "memory_context",
-}
+MEMORY_TOOLS = {name for name in TOOLS if name.startswith("memory_")} | {"ask"}
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 from coderecall import _memory as memory_module
 from coderecall._errors import QueryError
 from coderecall._memory import MemoryStore
-from helpers import MakeRepo
+from helpers import MakeRepo, database_bytes
 
 PROJECT = "github.com/acme/shop"
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[1] / "python")
@@ -33,10 +33,6 @@ def db(tmp_path: Path) -> Path:
 def store(db: Path) -> Iterator[MemoryStore]:
     with MemoryStore(PROJECT, path=db) as memory:
         yield memory
-
-
-def _file_bytes(db: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
 
 
 def test_a_near_duplicate_updates_in_place_and_merges_tags(store: MemoryStore) -> None:
@@ -137,7 +133,7 @@ def test_private_sections_secrets_and_blocked_records_never_reach_the_file(
     assert secret.record.id not in [r.id for r in store.records()]
     assert secret.record.id in [r.id for r in store.records(include_private=True)]
     store.close()
-    raw = _file_bytes(db)
+    raw = database_bytes(db)
     for leaked in (key, token, "Elm Street", "hunter2", "launch code"):
         assert leaked.encode() not in raw, leaked
     assert b"[redacted:openai]" in raw
@@ -154,7 +150,7 @@ def test_forget_erases_the_text_and_keeps_a_tombstone(store: MemoryStore, db: Pa
     with pytest.raises(QueryError, match="reason"):
         store.forget(written.record.id, " ")
     store.close()
-    assert b"vault job" not in _file_bytes(db)
+    assert b"vault job" not in database_bytes(db)
 
 
 def test_user_scope_follows_the_user_and_projects_never_mix(db: Path) -> None:
@@ -426,7 +422,7 @@ def test_fusion_keeps_a_clear_winner_of_one_channel_ahead() -> None:
     assert [
         key for key, _ in memory_module._blend({"lexical": lexical, "semantic": semantic}, {})
     ] == [1, 2, 3]
-    fused = memory_module._fuse({"lexical": lexical, "semantic": semantic}, {})
+    fused = memory_module._fuse(lexical, semantic)
     assert fused[0][0] == 2  # the rank fusion this replaced lets the vague record win
 
 

@@ -22,6 +22,7 @@ from coderecall._memory import MemoryStore
 from coderecall._memory_io import TableCounts, export_memory, import_memory
 from coderecall._sessions import EVENT_KINDS, Sessions, compact_output
 from coderecall._tokens import count_tokens
+from helpers import database_bytes
 
 PROJECT = "github.com/acme/app"
 T0 = datetime(2026, 5, 4, 9, 0, tzinfo=timezone.utc)
@@ -43,10 +44,6 @@ def store(db: Path) -> Iterator[MemoryStore]:
 @pytest.fixture
 def sessions(store: MemoryStore) -> Sessions:
     return Sessions(store)
-
-
-def _file_bytes(db: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
 
 
 def _cached_snapshot(db: Path, session: str) -> str | None:
@@ -141,7 +138,7 @@ def test_secrets_and_private_sections_never_reach_the_database_file(
     assert sessions.record("s1", "note", "plugh-blocked-words", privacy="blocked") is None
     sessions.snapshot("s1")  # the cached snapshot is written to the file too
     store.close()
-    data = _file_bytes(db)
+    data = database_bytes(db)
     assert b"[redacted:openai]" in data  # the events are in the file...
     for absent in (secret, hidden, "xyzzy-blocked-words", "plugh-blocked-words"):
         assert absent.encode() not in data  # ...but not what the filter took out
@@ -527,7 +524,7 @@ def test_a_remembered_event_is_searchable_at_once_as_a_record_of_its_root(
     secret = "ghp_" + "a1B2c3D4e5" * 4
     sessions.record("main", "note", f"pushed with {secret}", remember=True)
     assert sessions.record("main", "note", "hidden", tags=["blocked"], remember=True) is None
-    assert secret.encode() not in _file_bytes(db)
+    assert secret.encode() not in database_bytes(db)
     assert len(store.records()) == 3
 
 

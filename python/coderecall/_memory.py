@@ -1114,16 +1114,12 @@ def _above_floor(ranked: Sequence[tuple[int, float]], depth: int) -> dict[int, f
     return {key: score - floor for key, score in ranked}
 
 
-def _fuse(
-    channels: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
-) -> list[tuple[int, float]]:
-    """Weighted reciprocal rank fusion (k = 60) of the ranked channels, as code search fuses
-    them; a channel's weight is 1 unless ``weights`` says otherwise."""
+def _fuse(*rankings: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion (k = 60) of ``rankings``: ranks count, scores do not."""
     scores: dict[int, float] = {}
-    for name, ranked in channels.items():
-        weight = weights.get(name, 1.0)
+    for ranked in rankings:
         for rank, (key, _) in enumerate(ranked):
-            scores[key] = scores.get(key, 0.0) + weight / (_RRF_K + rank + 1)
+            scores[key] = scores.get(key, 0.0) + 1 / (_RRF_K + rank + 1)
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -1168,7 +1164,7 @@ def _context(
 def _prefer(ranked: Sequence[tuple[int, float]], preferred: set[int]) -> list[tuple[int, float]]:
     """``ranked`` fused by reciprocal rank with its own ``preferred`` part: those rise
     without the others dropping out."""
-    return _fuse({"all": ranked, "preferred": [kv for kv in ranked if kv[0] in preferred]}, {})
+    return _fuse(ranked, [kv for kv in ranked if kv[0] in preferred])
 
 
 def _check_type(kind: str) -> str:
