@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +54,35 @@ def test_ranking_weights_can_be_read_and_changed(tmp_path: Path) -> None:
         index.set_weights({"test": 0.5, "no_such_rule": 1.0})
     assert index.weights()["test"] == 1.0, "a rejected update changes nothing"
     index.close()
+
+
+# What the process environment holds after the native module is imported (os.environ is a
+# copy taken at start-up, so the C library is asked).
+_READ_RAYON_THREADS = (
+    "import ctypes, coderecall._native\n"
+    "getenv = ctypes.CDLL(None).getenv\n"
+    "getenv.restype = ctypes.c_char_p\n"
+    "print((getenv(b'RAYON_NUM_THREADS') or b'').decode())"
+)
+
+
+@pytest.mark.parametrize("given", [None, "3"])
+def test_importing_the_module_fixes_the_thread_count_once_unless_the_user_did(
+    given: str | None,
+) -> None:
+    # Unset, candle would count the cores from /proc/cpuinfo before every matrix product.
+    env = {k: v for k, v in os.environ.items() if k != "RAYON_NUM_THREADS"}
+    if given is not None:
+        env["RAYON_NUM_THREADS"] = given
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_RAYON_THREADS],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    value = done.stdout.strip()
+    if given is not None:
+        assert value == given
+    else:  # rayon's default: the CPUs this process may use, less under a cgroup quota
+        assert 1 <= int(value) <= len(os.sched_getaffinity(0))

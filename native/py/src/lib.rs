@@ -542,6 +542,12 @@ mod _native {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        // SAFETY: module initialisation runs once, under the import lock, before this
+        // library starts a thread.
+        #[allow(unsafe_code)]
+        unsafe {
+            coderecall_core::embed::settle_thread_count();
+        }
         let py = m.py();
         m.add("Error", py.get_type::<super::Error>())?;
         m.add("StoreError", py.get_type::<super::StoreError>())?;
