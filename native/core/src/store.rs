@@ -162,16 +162,24 @@ pub struct PendingChunk {
     pub ordinal: usize,
 }
 
-/// What a chunk's vector is computed from: its symbol path, the headers of its enclosing
-/// definitions and its content (never its file path, so identical code shares one vector).
-#[must_use]
-/// A stored vector: little-endian f16 values.
+/// A vector as stored: little-endian f16 values.
+fn encode_vector(vector: &[f32]) -> Vec<u8> {
+    vector
+        .iter()
+        .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+        .collect()
+}
+
+/// The vector of a blob written by [`encode_vector`].
 fn decode_vector(blob: &[u8]) -> Vec<f32> {
     blob.chunks_exact(2)
         .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
         .collect()
 }
 
+/// What a chunk's vector is computed from: its symbol path, the headers of its enclosing
+/// definitions and its content (never its file path, so identical code shares one vector).
+#[must_use]
 pub fn embedding_text(c: &Chunk) -> String {
     let mut text =
         String::with_capacity(c.local_path.len() + c.context.len() + c.content.len() + 2);
@@ -767,11 +775,7 @@ impl Store {
                 "INSERT OR REPLACE INTO vectors (model, content_hash, vector) VALUES (?1, ?2, ?3)",
             )?;
             for (hash, v) in vectors {
-                let blob: Vec<u8> = v
-                    .iter()
-                    .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
-                    .collect();
-                insert.execute(params![model, hash, blob])?;
+                insert.execute(params![model, hash, encode_vector(v)])?;
             }
         }
         tx.commit()?;
@@ -1293,24 +1297,28 @@ mod tests {
         assert!(store.view(DEFAULT_VIEW).unwrap().is_empty());
     }
 
+    /// A database left at schema `version` by the migrations of that time.
+    fn database_at(path: &Path, version: i64) -> Connection {
+        let conn = Connection::open(path).unwrap();
+        for (i, sql) in MIGRATIONS
+            .iter()
+            .enumerate()
+            .take(usize::try_from(version).unwrap())
+        {
+            conn.execute_batch(sql).unwrap();
+            conn.pragma_update(None, "user_version", i64::try_from(i + 1).unwrap())
+                .unwrap();
+        }
+        conn
+    }
+
     #[test]
     fn upgrades_from_every_older_version() {
         // A database left at each intermediate version must migrate to the latest.
         for start in 0..SCHEMA_VERSION {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("index.db");
-            {
-                let conn = Connection::open(&path).unwrap();
-                for (i, sql) in MIGRATIONS
-                    .iter()
-                    .enumerate()
-                    .take(usize::try_from(start).unwrap())
-                {
-                    conn.execute_batch(sql).unwrap();
-                    conn.pragma_update(None, "user_version", i64::try_from(i + 1).unwrap())
-                        .unwrap();
-                }
-            }
+            drop(database_at(&path, start));
             let store = Store::open(&path).unwrap();
             assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         }
@@ -1323,20 +1331,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.db");
         {
-            let conn = Connection::open(&path).unwrap();
-            for (i, sql) in MIGRATIONS.iter().enumerate().take(5) {
-                conn.execute_batch(sql).unwrap();
-                conn.pragma_update(None, "user_version", i64::try_from(i + 1).unwrap())
-                    .unwrap();
-            }
-            let blob: Vec<u8> = [0.5f32, -1.0]
-                .iter()
-                .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
-                .collect();
+            let conn = database_at(&path, 5);
             for hash in [7i64, -3] {
                 conn.execute(
                     "INSERT INTO vectors (model, content_hash, vector) VALUES ('m', ?1, ?2)",
-                    params![hash, blob],
+                    params![hash, encode_vector(&[0.5, -1.0])],
                 )
                 .unwrap();
             }
@@ -1501,9 +1500,7 @@ mod tests {
         let path = dir.path().join("index.db");
         let old = python_version("def old():\n    return 1\n");
         {
-            let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(MIGRATIONS[0]).unwrap();
-            conn.pragma_update(None, "user_version", 1).unwrap();
+            let conn = database_at(&path, 1);
             conn.execute(
                 "INSERT INTO files (hash, language, size, lines, indexed_at) VALUES (?1, 'python', 1, 2, 0)",
                 [old.hash],
