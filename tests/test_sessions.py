@@ -4,6 +4,7 @@ whole database through export and import."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from coderecall._errors import QueryError
+from coderecall._errors import QueryError, StoreError
 from coderecall._memory import MemoryStore
 from coderecall._memory_io import TableCounts, export_memory, import_memory
 from coderecall._sessions import EVENT_KINDS, Sessions, compact_output
@@ -526,6 +527,29 @@ def test_a_remembered_event_is_searchable_at_once_as_a_record_of_its_root(
     assert sessions.record("main", "note", "hidden", tags=["blocked"], remember=True) is None
     assert secret.encode() not in database_bytes(db)
     assert len(store.records()) == 3
+
+
+def test_a_remembered_event_and_its_record_commit_together_or_not_at_all(
+    sessions: Sessions, store: MemoryStore, db: Path
+) -> None:
+    sessions.record("main", "note", "Logged before the failure.")
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute(
+            "CREATE TRIGGER no_records BEFORE INSERT ON records"
+            " BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+        )
+        conn.commit()
+    with pytest.raises(StoreError, match="disk says no"):
+        sessions.record("main", "decision", "Ship on Fridays.", remember=True)
+    assert [e.text for e in sessions.events("main")] == ["Logged before the failure."]
+    assert store.records() == []
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("DROP TRIGGER no_records")
+        conn.commit()
+    event = sessions.record("main", "decision", "Ship on Fridays.", remember=True)
+    assert event is not None
+    (record,) = store.records()
+    assert record.events == (str(event.id),)
 
 
 def test_around_gives_this_projects_events_nearest_a_time(sessions: Sessions, db: Path) -> None:

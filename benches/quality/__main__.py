@@ -306,6 +306,10 @@ def evaluate(
     return records
 
 
+#: Ranking rules that add a share of a score rather than multiply it: 0 turns them off.
+ADDITIVE = frozenset({"neighbours"})
+
+
 def run_ablations(
     native: Any,
     search: Callable[[str], list[Hit]],
@@ -313,7 +317,7 @@ def run_ablations(
     ablations: Sequence[str],
     notes: list[str],
 ) -> list[Record]:
-    """Rows of coderecall with ranking rules disabled (their factor set to 1.0).
+    """Rows of coderecall with ranking rules disabled (a factor set to 1.0, a share to 0).
 
     The weights live in the native core; ``set_weights`` changes them for this handle only
     and the originals are restored afterwards.
@@ -334,7 +338,7 @@ def run_ablations(
         unknown = [rule for rule in rules if rule not in base]
         if unknown:
             raise BenchError(f"unknown ranking rule {unknown[0]!r}; known: {', '.join(base)}")
-        set_weights({**base, **dict.fromkeys(rules, 1.0)})
+        set_weights({**base, **{rule: 0.0 if rule in ADDITIVE else 1.0 for rule in rules}})
         try:
             records += evaluate(f"coderecall -{spec}", search, queries)
         finally:

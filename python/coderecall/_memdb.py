@@ -139,6 +139,9 @@ class MemoryDatabase:
                     "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key)"
                     " DO UPDATE SET value = CAST(value AS INTEGER) + 1"
                 )
+        except sqlite3.Error as exc:  # disk full, a corrupt page: nothing half-written stays
+            conn.execute("ROLLBACK")
+            raise StoreError(f"could not write to the memory database: {exc}") from exc
         except BaseException:
             conn.execute("ROLLBACK")
             raise

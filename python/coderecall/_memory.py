@@ -70,7 +70,7 @@ from ._memdb import MemoryDatabase, memory_path
 from ._memory_context import MemoryBlock, build_block
 from ._models import describe
 from ._native import Embedder, TextIndex
-from ._privacy import Level, classify, filter_text
+from ._privacy import Filtered, Level, classify, filter_text
 from ._stopwords import content_query
 from ._timephrase import resolve
 
@@ -330,6 +330,24 @@ class MemoryStore:
     ) -> WriteResult:
         """Remember ``text`` through the write path (see the module docs). ``at`` dates the
         record (default: now), e.g. when importing a past session."""
+        pending = self._prepare(text, type, scope=scope, tags=tags, privacy=privacy, at=at)
+        if isinstance(pending, WriteResult):
+            return pending
+        with self._write() as conn:
+            return self._commit(conn, pending, session=session, events=events)
+
+    def _prepare(
+        self,
+        text: str,
+        type: str,
+        *,
+        scope: Scope,
+        tags: Iterable[str],
+        privacy: str | None,
+        at: datetime | None,
+    ) -> _Pending | WriteResult:
+        """The part of :meth:`add` that runs outside the write lock: the privacy filter,
+        the embedding and a first near-duplicate scan. A refusal comes back as its result."""
         kind = _check_type(type)
         tags = tuple(dict.fromkeys(t.strip() for t in tags if t.strip()))
         filtered = filter_text(text, tags=tags, level=privacy)
@@ -345,7 +363,6 @@ class MemoryStore:
                 reason="nothing is left after the privacy filter",
             )
         project = self._scope_project(scope)
-        when = _timestamp(at)
         # A session summary records one session: two alike sessions are still two. The
         # comparison runs before the write lock is taken (on a snapshot), and again under it
         # only against what changed since, so writers queue for a moment, not a scan.
@@ -356,58 +373,71 @@ class MemoryStore:
             if dedup
             else (None, 0.0)
         )
-        with self._write() as conn:
-            similar = seen[0]
-            if dedup:
-                newer = self._near_duplicate(conn, project, scope, kind, probe, since=seen[1])
-                if newer[0] is not None:
-                    similar = newer[0]
-                if similar is not None and not self._get_current(conn, similar.id):
-                    similar = None  # superseded or forgotten meanwhile
-            if similar is not None:
-                merged_tags = _merge(similar.tags, tags)
-                merged_events = _merge(similar.events, events)
-                conn.execute(
-                    "UPDATE records SET text = ?, tags = ?, events = ?, updated_at = ?,"
-                    " privacy = CASE WHEN privacy = 'private' THEN 'private' ELSE ? END"
-                    " WHERE id = ?",
-                    (
-                        clean,
-                        json.dumps(merged_tags),
-                        json.dumps(merged_events),
-                        max(when, similar.updated_at.timestamp()),
-                        filtered.level,
-                        similar.id,
-                    ),
-                )
-                record = _read_one(conn, similar.id)
-                action: Action = "updated"
-            else:
-                cursor = conn.execute(
-                    "INSERT INTO records (project, scope, type, text, tags, privacy, session,"
-                    " events, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        project,
-                        scope,
-                        kind,
-                        clean,
-                        json.dumps(list(tags)),
-                        filtered.level,
-                        session,
-                        json.dumps(list(dict.fromkeys(events))),
-                        when,
-                        when,
-                    ),
-                )
-                record = _read_one(conn, _rowid(cursor))
-                action = "added"
-            self._store_vector(conn, record, probe.vector)
-            superseded = self._age(conn, record)
+        return _Pending(
+            kind, scope, project, tags, filtered, clean, _timestamp(at), probe, dedup, seen
+        )
+
+    def _commit(
+        self,
+        conn: sqlite3.Connection,
+        pending: _Pending,
+        *,
+        session: str | None,
+        events: Iterable[str],
+    ) -> WriteResult:
+        """The part of :meth:`add` that runs in the caller's write transaction."""
+        p = pending
+        similar = p.seen[0]
+        if p.dedup:
+            newer = self._near_duplicate(conn, p.project, p.scope, p.kind, p.probe, since=p.seen[1])
+            if newer[0] is not None:
+                similar = newer[0]
+            if similar is not None and not self._get_current(conn, similar.id):
+                similar = None  # superseded or forgotten meanwhile
+        if similar is not None:
+            merged_tags = _merge(similar.tags, p.tags)
+            merged_events = _merge(similar.events, events)
+            conn.execute(
+                "UPDATE records SET text = ?, tags = ?, events = ?, updated_at = ?,"
+                " privacy = CASE WHEN privacy = 'private' THEN 'private' ELSE ? END"
+                " WHERE id = ?",
+                (
+                    p.clean,
+                    json.dumps(merged_tags),
+                    json.dumps(merged_events),
+                    max(p.when, similar.updated_at.timestamp()),
+                    p.filtered.level,
+                    similar.id,
+                ),
+            )
+            record = _read_one(conn, similar.id)
+            action: Action = "updated"
+        else:
+            cursor = conn.execute(
+                "INSERT INTO records (project, scope, type, text, tags, privacy, session,"
+                " events, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    p.project,
+                    p.scope,
+                    p.kind,
+                    p.clean,
+                    json.dumps(list(p.tags)),
+                    p.filtered.level,
+                    session,
+                    json.dumps(list(dict.fromkeys(events))),
+                    p.when,
+                    p.when,
+                ),
+            )
+            record = _read_one(conn, _rowid(cursor))
+            action = "added"
+        self._store_vector(conn, record, p.probe.vector)
+        superseded = self._age(conn, record)
         return WriteResult(
             action,
             record,
-            filtered.redactions,
-            filtered.private_sections,
+            p.filtered.redactions,
+            p.filtered.private_sections,
             tuple(superseded),
         )
 
@@ -1063,6 +1093,22 @@ class MemoryStore:
 
     def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._db.write()
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A record that passed the privacy filter and was embedded, waiting for the write lock."""
+
+    kind: str
+    scope: Scope
+    project: str
+    tags: tuple[str, ...]
+    filtered: Filtered
+    clean: str
+    when: float
+    probe: _Probe
+    dedup: bool
+    seen: tuple[MemoryRecord | None, float]
 
 
 @dataclass(frozen=True, slots=True)

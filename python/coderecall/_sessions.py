@@ -48,7 +48,7 @@ from typing import Any
 
 from ._errors import QueryError
 from ._memdb import MemoryDatabase
-from ._memory import MemoryStore
+from ._memory import MemoryStore, WriteResult
 from ._privacy import PRIVATE_MARKER, filter_text
 from ._tokens import default_counter
 
@@ -377,7 +377,20 @@ class Sessions:
         except (TypeError, ValueError) as exc:
             raise QueryError(f"event meta must be JSON: {exc}") from None
         when = _timestamp(at)
-        with self._db.write(bump=False) as conn:
+        # The record is embedded before the lock; event and record commit together.
+        pending = (
+            self._store._prepare(
+                clean,
+                "decision" if kind == "decision" else "observation",
+                scope="project",
+                tags=tags,
+                privacy=privacy,
+                at=_when(when),
+            )
+            if remember
+            else None
+        )
+        with self._db.write(bump=pending is not None) as conn:
             self._ensure(conn, session_id, when, None)
             root = _resolve(conn, session_id)
             self._ensure(conn, root, when, None)
@@ -393,21 +406,12 @@ class Sessions:
             )
             conn.execute("UPDATE sessions SET snapshot = NULL WHERE id = ?", (root,))
             event_id = cursor.lastrowid
-        assert event_id is not None  # an INSERT always sets it
-        event = SessionEvent(
+            assert event_id is not None  # an INSERT always sets it
+            if pending is not None and not isinstance(pending, WriteResult):
+                self._store._commit(conn, pending, session=root, events=[str(event_id)])
+        return SessionEvent(
             event_id, root, session_id, kind, clean, json.loads(meta_json), _when(when)
         )
-        if remember:
-            self._store.add(
-                clean,
-                "decision" if kind == "decision" else "observation",
-                tags=tags,
-                privacy=privacy,
-                session=root,
-                events=[str(event_id)],
-                at=event.at,
-            )
-        return event
 
     def end(
         self, session_id: str, *, summary: str | None = None, at: datetime | None = None

@@ -24,7 +24,7 @@ use crate::hash::{IntMap, content_hash};
 use crate::lang::{Language, module_path};
 use crate::rank::{
     Candidate, PathClass, Query, QueryClass, Weights, classify_path, diversify, fingerprints,
-    is_test_scope, score,
+    inherit_from_neighbours, is_test_scope, score,
 };
 use crate::store::{Changes, FileVersion, GcStats, SkippedFile, Store, ViewEntry, ViewUpdate};
 
@@ -292,6 +292,15 @@ fn path_id_of(key: u64) -> u32 {
 
 fn ordinal_of(key: u64) -> u32 {
     u32::try_from(key & 0xffff_ffff).unwrap_or(u32::MAX)
+}
+
+/// The keys of the chunks just before and after `key` in the same file.
+fn adjacent_keys(key: u64) -> [Option<u64>; 2] {
+    let (path, ordinal) = (path_id_of(key), ordinal_of(key));
+    [
+        ordinal.checked_sub(1).map(|o| doc_key(path, o)),
+        ordinal.checked_add(1).map(|o| doc_key(path, o)),
+    ]
 }
 
 impl Lexical {
@@ -1008,7 +1017,7 @@ impl Engine {
         } else {
             self.fuse_semantic(&query, candidates, filter)?
         };
-        let scored: Vec<(f32, (u64, Channels))> = fused
+        let mut scored: Vec<(f32, (u64, Channels))> = fused
             .into_iter()
             .filter_map(|(key, bm25, channels)| {
                 let doc = lx.docs.get(&key)?;
@@ -1029,6 +1038,14 @@ impl Engine {
                 Some((score(&query, &c, &weights), (key, channels)))
             })
             .collect();
+        if query.class == QueryClass::NaturalLanguage {
+            inherit_from_neighbours(
+                &mut scored,
+                |(key, _)| *key,
+                adjacent_keys,
+                weights.neighbours,
+            );
+        }
         let ranked = diversify(scored, |(key, _)| path_id_of(*key), req.per_file, req.limit);
         self.hits(lx, ranked, req.with_content)
     }

@@ -2,8 +2,9 @@
 //!
 //! The query is classified (identifier, path, natural language) and checked for intents
 //! (tests, docs). Each candidate's BM25F score is multiplied by factors for exact and partial
-//! symbol-name matches, definitions over mentions, and path-token matches, and demoted when it
-//! lives in tests, vendored, generated or documentation paths the query did not ask for.
+//! symbol-name matches, definitions over mentions, identifiers a sentence names, and path-token
+//! matches, and demoted when it lives in tests, vendored, generated or documentation paths the
+//! query did not ask for. Plain-language candidates then inherit a share of their neighbours'.
 //! Factors are named in [`Weights`] so benchmarks can tune them as a whole.
 
 use std::collections::HashMap;
@@ -45,6 +46,9 @@ pub struct Query {
     pub prints: Vec<u32>,
     /// For identifier queries: the segments, lower-cased (`Client.send` -> `client`, `send`).
     pub segments: Vec<String>,
+    /// For plain-language queries: the compound identifiers they name (`parse_args`,
+    /// `GetPostFormMap`), lower-cased.
+    pub named: Vec<String>,
     pub wants_tests: bool,
     pub wants_docs: bool,
     pub wants_vendored: bool,
@@ -69,12 +73,24 @@ impl Query {
             .map(str::to_lowercase)
             .collect();
         let has = |options: &[&str]| words.iter().any(|w| options.contains(&w.as_str()));
+        let named = if class == QueryClass::NaturalLanguage {
+            let mut named: Vec<String> = raw
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|w| is_compound_identifier(w))
+                .map(str::to_lowercase)
+                .collect();
+            named.dedup();
+            named
+        } else {
+            Vec::new()
+        };
         Query {
             raw: raw.to_owned(),
             class,
             prints: terms.iter().map(|t| fingerprint(t)).collect(),
             terms,
             segments,
+            named,
             wants_tests: has(&[
                 "test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock",
             ]),
@@ -90,6 +106,18 @@ impl Query {
             wants_vendored: has(&["vendor", "vendored", "third_party", "node_modules"]),
         }
     }
+}
+
+/// A word no sentence uses as a word: `snake_case` or `camelCase` (an inner underscore, or a
+/// lower-case letter followed by a capital). `Returns`, `HTTP` and `_private` do not qualify.
+fn is_compound_identifier(word: &str) -> bool {
+    let inner = word.trim_matches('_');
+    let snake = inner.contains('_') && inner.chars().any(char::is_alphabetic);
+    let camel = inner
+        .chars()
+        .zip(inner.chars().skip(1))
+        .any(|(a, b)| a.is_lowercase() && b.is_uppercase());
+    snake || camel
 }
 
 fn classify_query(raw: &str) -> QueryClass {
@@ -218,6 +246,9 @@ pub struct Weights {
     pub definition_identifier: f32,
     /// Definitions over glue code and text, for other queries.
     pub definition: f32,
+    /// A plain-language query names the chunk's symbol as a compound identifier
+    /// ("GetPostFormMap returns a map ...").
+    pub named_identifier: f32,
     /// Up to this much more as query terms appear in the path.
     pub path_terms: f32,
     /// Path query found in the path.
@@ -226,6 +257,9 @@ pub struct Weights {
     pub vendored: f32,
     pub generated: f32,
     pub docs: f32,
+    /// Share of its better neighbour's score that a chunk inherits, for plain-language
+    /// queries (additive: 0 turns it off).
+    pub neighbours: f32,
 }
 
 impl Default for Weights {
@@ -237,31 +271,35 @@ impl Default for Weights {
             partial_symbol: 0.6,
             definition_identifier: 1.5,
             definition: 1.1,
+            named_identifier: 1.6,
             path_terms: 0.3,
             path_match: 3.0,
             test: 0.55,
             vendored: 0.35,
             generated: 0.4,
             docs: 0.6,
+            neighbours: 0.3,
         }
     }
 }
 
 impl Weights {
     /// Names of the factors, as used by [`Weights::get`] and [`Weights::set`].
-    pub const NAMES: [&'static str; 12] = [
+    pub const NAMES: [&'static str; 14] = [
         "exact_symbol",
         "exact_qualified",
         "exact_name",
         "partial_symbol",
         "definition_identifier",
         "definition",
+        "named_identifier",
         "path_terms",
         "path_match",
         "test",
         "vendored",
         "generated",
         "docs",
+        "neighbours",
     ];
 
     fn slot(&mut self, name: &str) -> Option<&mut f32> {
@@ -272,12 +310,14 @@ impl Weights {
             "partial_symbol" => &mut self.partial_symbol,
             "definition_identifier" => &mut self.definition_identifier,
             "definition" => &mut self.definition,
+            "named_identifier" => &mut self.named_identifier,
             "path_terms" => &mut self.path_terms,
             "path_match" => &mut self.path_match,
             "test" => &mut self.test,
             "vendored" => &mut self.vendored,
             "generated" => &mut self.generated,
             "docs" => &mut self.docs,
+            "neighbours" => &mut self.neighbours,
             _ => return None,
         })
     }
@@ -368,6 +408,11 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
             if c.kind.is_definition() {
                 s *= w.definition;
             }
+            // A compound identifier is never an ordinary word of the sentence: it names code.
+            let names_it = |name: &str| query.named.iter().any(|n| eq_lowercase(name, n));
+            if (!c.symbol.is_empty() && names_it(c.symbol)) || c.names.split(' ').any(names_it) {
+                s *= w.named_identifier;
+            }
         }
     }
     if !c.symbol.is_empty() && query.class != QueryClass::Path {
@@ -446,6 +491,34 @@ fn coverage(query: &[u32], tokens: &[u32]) -> f32 {
     #[allow(clippy::cast_precision_loss)]
     let fraction = hits as f32 / tokens.len() as f32;
     fraction
+}
+
+/// Adds to each candidate `share` times the better score of its neighbours (the chunks
+/// just before and after it in its file, as `adjacent` names them) among the candidates.
+/// A candidate scoring nothing of its own (a channel with no weight found it) inherits
+/// nothing: neighbours refine a ranking, they do not make a hit.
+///
+/// A sentence describes behaviour, and code that does one thing sits together: the helper
+/// next to a strong match, or a function whose own text says little while the code around
+/// it says the words. Scores are read before any is raised, so nothing compounds.
+pub fn inherit_from_neighbours<T>(
+    scored: &mut [(f32, T)],
+    key_of: impl Fn(&T) -> u64,
+    adjacent: impl Fn(u64) -> [Option<u64>; 2],
+    share: f32,
+) {
+    if share <= 0.0 || scored.len() < 2 {
+        return;
+    }
+    let before: HashMap<u64, f32> = scored.iter().map(|(s, t)| (key_of(t), *s)).collect();
+    for (s, t) in scored.iter_mut().filter(|(s, _)| *s > 0.0) {
+        let best = adjacent(key_of(t))
+            .into_iter()
+            .flatten()
+            .filter_map(|k| before.get(&k).copied())
+            .fold(0.0, f32::max);
+        *s += share * best;
+    }
 }
 
 /// Keeps at most `per_file` results per file (0 = no cap), best first, then the top `limit`.
@@ -601,6 +674,59 @@ mod tests {
             qualified > 2.0 * other && qualified > 2.0 * free,
             "{qualified} {other} {free}"
         );
+    }
+
+    #[test]
+    fn sentences_that_name_a_compound_identifier_point_at_its_definition() {
+        let q = Query::parse("GetPostFormMap returns a map for the given_key, like PostForm");
+        assert_eq!(q.named, ["getpostformmap", "given_key", "postform"]);
+        assert!(
+            Query::parse("Returns the HTTP body of _private")
+                .named
+                .is_empty()
+        );
+        assert!(
+            Query::parse("GetPostFormMap").named.is_empty(),
+            "identifier queries"
+        );
+        let w = Weights::default();
+        let named = candidate(
+            "ctx.go",
+            "GetPostFormMap",
+            "Context.GetPostFormMap",
+            ChunkKind::Method,
+        );
+        let caller = candidate(
+            "ctx.go",
+            "PostFormMap",
+            "Context.PostFormMap",
+            ChunkKind::Method,
+        );
+        let merged = Candidate {
+            names: "PostFormMap GetPostFormMap",
+            ..caller
+        };
+        let (named, caller, merged) = (
+            score(&q, &named, &w),
+            score(&q, &caller, &w),
+            score(&q, &merged, &w),
+        );
+        assert!(
+            named > caller && merged > caller,
+            "{named} {caller} {merged}"
+        );
+    }
+
+    #[test]
+    fn chunks_inherit_a_share_of_their_better_neighbour() {
+        // Keys are ordinals of one file; 7 has no scored neighbour.
+        let mut scored = vec![(1.0, 1_u64), (4.0, 2), (2.0, 3), (3.0, 7), (0.0, 8)];
+        let adjacent = |k: u64| [k.checked_sub(1), Some(k + 1)];
+        inherit_from_neighbours(&mut scored, |k| *k, adjacent, 0.5);
+        assert_eq!(scored, [(3.0, 1), (5.0, 2), (4.0, 3), (3.0, 7), (0.0, 8)]);
+        let before = scored.clone();
+        inherit_from_neighbours(&mut scored, |k| *k, adjacent, 0.0);
+        assert_eq!(scored, before, "a share of 0 turns the rule off");
     }
 
     #[test]
