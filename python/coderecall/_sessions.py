@@ -377,8 +377,9 @@ class Sessions:
         except (TypeError, ValueError) as exc:
             raise QueryError(f"event meta must be JSON: {exc}") from None
         when = _timestamp(at)
-        # The record is embedded before the lock; event and record commit together.
-        pending = (
+        # The record is embedded before the lock; event and record commit together. A record
+        # the write path refuses leaves the event alone, as a refused add would.
+        prepared = (
             self._store._prepare(
                 clean,
                 "decision" if kind == "decision" else "observation",
@@ -390,6 +391,7 @@ class Sessions:
             if remember
             else None
         )
+        pending = None if isinstance(prepared, WriteResult) else prepared
         with self._db.write(bump=pending is not None) as conn:
             self._ensure(conn, session_id, when, None)
             root = _resolve(conn, session_id)
@@ -407,7 +409,7 @@ class Sessions:
             conn.execute("UPDATE sessions SET snapshot = NULL WHERE id = ?", (root,))
             event_id = cursor.lastrowid
             assert event_id is not None  # an INSERT always sets it
-            if pending is not None and not isinstance(pending, WriteResult):
+            if pending is not None:
                 self._store._commit(conn, pending, session=root, events=[str(event_id)])
         return SessionEvent(
             event_id, root, session_id, kind, clean, json.loads(meta_json), _when(when)

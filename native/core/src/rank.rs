@@ -47,7 +47,7 @@ pub struct Query {
     /// For identifier queries: the segments, lower-cased (`Client.send` -> `client`, `send`).
     pub segments: Vec<String>,
     /// For plain-language queries: the compound identifiers they name (`parse_args`,
-    /// `GetPostFormMap`), lower-cased.
+    /// `GetPostFormMap`), lower-cased, each once.
     pub named: Vec<String>,
     pub wants_tests: bool,
     pub wants_docs: bool,
@@ -79,6 +79,7 @@ impl Query {
                 .filter(|w| is_compound_identifier(w))
                 .map(str::to_lowercase)
                 .collect();
+            named.sort_unstable();
             named.dedup();
             named
         } else {
