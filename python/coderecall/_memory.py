@@ -363,19 +363,15 @@ class MemoryStore:
                 reason="nothing is left after the privacy filter",
             )
         project = self._scope_project(scope)
-        # A session summary records one session: two alike sessions are still two. The
-        # comparison runs before the write lock is taken (on a snapshot), and again under it
-        # only against what changed since, so writers queue for a moment, not a scan.
-        dedup = kind != "session-summary"
+        # The comparison runs before the write lock is taken (on a snapshot), and again under
+        # it only against what changed since, so writers queue for a moment, not a scan.
         probe = _Probe(_words(clean), self._embed(clean, filtered.level))
         seen = (
             self._near_duplicate(self._conn(), project, scope, kind, probe, since=None)
-            if dedup
+            if _dedups(kind)
             else (None, 0.0)
         )
-        return _Pending(
-            kind, scope, project, tags, filtered, clean, _timestamp(at), probe, dedup, seen
-        )
+        return _Pending(kind, scope, project, tags, filtered, clean, _timestamp(at), probe, seen)
 
     def _commit(
         self,
@@ -388,7 +384,7 @@ class MemoryStore:
         """The part of :meth:`add` that runs in the caller's write transaction."""
         p = pending
         similar = p.seen[0]
-        if p.dedup:
+        if _dedups(p.kind):
             newer = self._near_duplicate(conn, p.project, p.scope, p.kind, p.probe, since=p.seen[1])
             if newer[0] is not None:
                 similar = newer[0]
@@ -1107,7 +1103,6 @@ class _Pending:
     clean: str
     when: float
     probe: _Probe
-    dedup: bool
     seen: tuple[MemoryRecord | None, float]
 
 
@@ -1184,6 +1179,12 @@ def _blend(
         for key, score in ranked:
             scores[key] = scores.get(key, 0.0) + weight * score / best
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _dedups(kind: str) -> bool:
+    """Whether a new record of ``kind`` may merge into a near duplicate. A session summary
+    records one session: two alike sessions are still two."""
+    return kind != "session-summary"
 
 
 def _context(
