@@ -1,12 +1,16 @@
-//! HNSW build time and recall for a set of real embeddings, across `expansion_add` and
-//! quantisation settings: `cargo run --features embed --example hnsw -- VECTORS.f32 DIMS`.
-//! The file holds row-major little-endian f32 vectors (numpy's `tofile`).
+//! HNSW build time and recall for a set of real embeddings, across graph settings and
+//! quantisations: `cargo run --release --features embed --example hnsw -- VECTORS.f32 DIMS`.
+//! The file holds row-major little-endian f32 vectors (numpy's `tofile`). Vectors are added
+//! in batches of 10,000 as the index adds them, so the table shows the first batch (an empty
+//! graph) and the last full one (the graph nearly full).
 #![allow(clippy::print_stdout, clippy::cast_precision_loss, clippy::unwrap_used)]
 
 use std::time::Instant;
 
 use rayon::prelude::*;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+
+const BATCH: usize = 10_000;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -33,19 +37,28 @@ fn main() {
         })
         .collect();
     println!(
-        "{} vectors of {dims} dims, {} queries",
+        "{} vectors of {dims} dims, {} queries, {} threads; SIMD compiled: {}; available: {}",
         rows.len(),
-        queries.len()
+        queries.len(),
+        rayon::current_num_threads(),
+        usearch::hardware_acceleration_compiled(),
+        usearch::hardware_acceleration_available(),
     );
-    println!("| quantisation | expansion_add | build s | per 10k s | recall@10 |");
+    println!(
+        "| quantisation | connectivity | expansion_add | kernel | build s | first 10k s | last 10k s | recall@10 |"
+    );
+    println!("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |");
+    let settings =
+        std::env::var("HNSW_SETTINGS").unwrap_or_else(|_| "16:40,16:24,12:40,8:40".into());
     for (kind, name) in [(ScalarKind::F16, "f16"), (ScalarKind::I8, "i8")] {
-        for expansion in [128, 64, 40, 24] {
+        for setting in settings.split(',') {
+            let (connectivity, expansion) = setting.split_once(':').unwrap();
             let options = IndexOptions {
                 dimensions: dims,
                 metric: MetricKind::Cos,
                 quantization: kind,
-                connectivity: 16,
-                expansion_add: expansion,
+                connectivity: connectivity.parse().unwrap(),
+                expansion_add: expansion.parse().unwrap(),
                 expansion_search: 64,
                 multi: false,
             };
@@ -53,12 +66,18 @@ fn main() {
             index
                 .reserve_capacity_and_threads(rows.len(), rayon::current_num_threads() + 2)
                 .unwrap();
-            let started = Instant::now();
-            rows.par_iter()
-                .enumerate()
-                .try_for_each(|(i, r)| index.add(i as u64, r))
-                .unwrap();
-            let seconds = started.elapsed().as_secs_f64();
+            let mut batches = Vec::new();
+            for (b, batch) in rows.chunks(BATCH).enumerate() {
+                let started = Instant::now();
+                batch
+                    .par_iter()
+                    .enumerate()
+                    .try_for_each(|(i, r)| index.add((b * BATCH + i) as u64, r))
+                    .unwrap();
+                batches.push((batch.len(), started.elapsed().as_secs_f64()));
+            }
+            let seconds: f64 = batches.iter().map(|b| b.1).sum();
+            let last_full = batches.iter().rev().find(|b| b.0 == BATCH).unwrap().1;
             let found: usize = queries
                 .iter()
                 .zip(&exact)
@@ -71,8 +90,9 @@ fn main() {
                 })
                 .sum();
             println!(
-                "| {name} | {expansion} | {seconds:.2} | {:.3} | {:.3} |",
-                seconds * 10_000.0 / rows.len() as f64,
+                "| {name} | {connectivity} | {expansion} | {} | {seconds:.2} | {:.3} | {last_full:.3} | {:.3} |",
+                index.hardware_acceleration(),
+                batches[0].1,
                 found as f64 / (10 * queries.len()) as f64
             );
         }

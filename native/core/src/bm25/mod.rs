@@ -54,14 +54,19 @@
 //!   0.83 to 0.58 ms; at k = 10, 0.62 to 0.17 ms.
 //! * Memory after `compact`: 685 bytes per document on real code (7.0 per posting), 1.1 KB on
 //!   the synthetic set; a freshly loaded index (no forward lists yet): 550 and 905 bytes.
-//!   Snapshots: 343 and 516 bytes per document, loaded in 0.1 and 0.25 s.
+//!   Snapshots before compression: 343 and 516 bytes per document, loaded in 0.1 and 0.25 s;
+//!   compressed, 131 bytes per document on the 187k-chunk tree, 0.03–0.06 s more to open.
 //!
 //! # Persistence
 //!
 //! [`Bm25Index::save`] writes a compacted snapshot (format [`FORMAT_VERSION`], all integers
-//! little-endian): magic, version, parameters, documents (key and field lengths), dictionary with
-//! postings, the caller's opaque `meta` blob, and an xxh3-64 checksum of everything before it. It
-//! writes a temporary file in the same directory, fsyncs it and renames it into place.
+//! little-endian): magic, version, the zstd-compressed body, and an xxh3-64 checksum of
+//! everything before it. The body holds the parameters, documents (key and field lengths),
+//! dictionary with postings and the caller's opaque `meta` blob; it is cut into frames of
+//! [`FRAME_BYTES`] that compress and decompress on their own, in parallel. Compression makes
+//! the snapshot 2.7x smaller (66 to 24.5 MB on the 187k-chunk benchmark tree: term texts and
+//! the metadata are text, and small postings deltas repeat). It writes a temporary file in the
+//! same directory, fsyncs it and renames it into place.
 //! [`Bm25Index::load`] validates everything and never panics on damaged input. Forward lists are
 //! not stored: a loaded index rebuilds them from the postings on its first removal.
 
@@ -73,6 +78,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rayon::prelude::*;
 use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
 use crate::analyzer;
@@ -86,7 +92,18 @@ use prune::SkipCache;
 pub const NUM_FIELDS: usize = 4;
 
 /// Version of the snapshot format written by [`Bm25Index::save`].
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+
+/// Uncompressed body bytes per zstd frame of a snapshot.
+const FRAME_BYTES: usize = 4 << 20;
+
+/// zstd level of snapshots: level 3 packs 66 MB in about 0.5 s of one core (level 1: 8% larger
+/// for half the time), and unpacks at over 1 GB/s.
+const SNAPSHOT_ZSTD_LEVEL: i32 = 3;
+
+/// A body claiming more than this many times its compressed size is damaged (real snapshots
+/// compress about 3x), so a corrupt size never turns into a huge allocation.
+const MAX_EXPANSION: usize = 1 << 12;
 
 const MAGIC: [u8; 8] = *b"CRBM25IX";
 
@@ -1047,11 +1064,17 @@ impl Bm25Index {
             .open(&tmp)
             .map_err(io_err(&tmp))?;
         let written = (|| -> io::Result<()> {
+            let mut body = Vec::new();
+            self.write_body(&mut body, meta)?;
+            let packed = pack(&body)?;
+            drop(body);
             let mut out = HashingWriter {
                 inner: BufWriter::with_capacity(1 << 20, file),
                 hasher: Xxh3Default::new(),
             };
-            self.write_snapshot(&mut out, meta)?;
+            out.write_all(&MAGIC)?;
+            out.write_all(&FORMAT_VERSION.to_le_bytes())?;
+            out.write_all(&packed)?;
             let checksum = out.hasher.digest();
             let mut inner = out.inner;
             inner.write_all(&checksum.to_le_bytes())?;
@@ -1072,9 +1095,8 @@ impl Bm25Index {
         Ok(())
     }
 
-    fn write_snapshot(&self, out: &mut impl Write, meta: &[u8]) -> io::Result<()> {
-        out.write_all(&MAGIC)?;
-        out.write_all(&FORMAT_VERSION.to_le_bytes())?;
+    /// The snapshot's body, before compression.
+    fn write_body(&self, out: &mut impl Write, meta: &[u8]) -> io::Result<()> {
         let p = &self.params;
         for v in std::iter::once(p.k1).chain(p.b).chain(p.weight) {
             out.write_all(&v.to_le_bytes())?;
@@ -1151,11 +1173,82 @@ const HEADER_BYTES: usize = MAGIC.len() + 4;
 
 /// Parses a whole snapshot file; errors are human-readable reasons.
 fn parse_snapshot(data: &[u8]) -> Result<(Bm25Index, Vec<u8>), String> {
-    let body = check_envelope(data)?;
-    let mut r = Reader {
-        buf: body,
-        pos: HEADER_BYTES,
-    };
+    let body = unpack(&check_envelope(data)?[HEADER_BYTES..])?;
+    parse_body(&body)
+}
+
+/// Compresses a snapshot body: its length, the frame size and count, each frame's compressed
+/// length (u32), then the frames.
+fn pack(body: &[u8]) -> io::Result<Vec<u8>> {
+    let frames = body
+        .par_chunks(FRAME_BYTES)
+        .map(|raw| zstd::bulk::compress(raw, SNAPSHOT_ZSTD_LEVEL))
+        .collect::<io::Result<Vec<_>>>()?;
+    let too_large = || io::Error::new(io::ErrorKind::InvalidData, "snapshot frame too large");
+    let mut out = Vec::with_capacity(16 + frames.iter().map(|f| f.len() + 4).sum::<usize>());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    #[allow(clippy::cast_possible_truncation)] // a constant of 4 MiB
+    out.extend_from_slice(&(FRAME_BYTES as u32).to_le_bytes());
+    let count = u32::try_from(frames.len()).map_err(|_| too_large())?;
+    out.extend_from_slice(&count.to_le_bytes());
+    for frame in &frames {
+        let len = u32::try_from(frame.len()).map_err(|_| too_large())?;
+        out.extend_from_slice(&len.to_le_bytes());
+    }
+    for frame in &frames {
+        out.extend_from_slice(frame);
+    }
+    Ok(out)
+}
+
+/// Decompresses what [`pack`] wrote, frames in parallel.
+fn unpack(data: &[u8]) -> Result<Vec<u8>, String> {
+    let mut r = Reader { buf: data, pos: 0 };
+    let raw_len = usize::try_from(r.u64()?).map_err(|_| "body too large".to_owned())?;
+    let frame_bytes = r.u32()? as usize;
+    let count = r.u32()? as usize;
+    if frame_bytes == 0 || count != raw_len.div_ceil(frame_bytes) {
+        return Err(format!(
+            "{count} frames of {frame_bytes} bytes cannot hold {raw_len} bytes"
+        ));
+    }
+    if raw_len > data.len().saturating_mul(MAX_EXPANSION) {
+        return Err(format!(
+            "a body of {raw_len} bytes in {} compressed bytes",
+            data.len()
+        ));
+    }
+    let mut lens = Vec::with_capacity(count.min(r.remaining() / 4));
+    for _ in 0..count {
+        lens.push(r.u32()? as usize);
+    }
+    let frames = lens
+        .into_iter()
+        .map(|len| r.bytes(len))
+        .collect::<Result<Vec<_>, _>>()?;
+    if r.remaining() != 0 {
+        return Err(format!(
+            "{} unexpected bytes after the frames",
+            r.remaining()
+        ));
+    }
+    let mut raw = vec![0u8; raw_len];
+    raw.par_chunks_mut(frame_bytes)
+        .zip(frames.par_iter())
+        .enumerate()
+        .try_for_each(
+            |(i, (out, frame))| match zstd::bulk::decompress_to_buffer(frame, out) {
+                Ok(n) if n == out.len() => Ok(()),
+                Ok(n) => Err(format!("frame {i} holds {n} bytes, expected {}", out.len())),
+                Err(e) => Err(format!("frame {i} is damaged: {e}")),
+            },
+        )?;
+    Ok(raw)
+}
+
+/// Parses a snapshot body.
+fn parse_body(body: &[u8]) -> Result<(Bm25Index, Vec<u8>), String> {
+    let mut r = Reader { buf: body, pos: 0 };
     let mut index = Bm25Index::new(read_params(&mut r)?);
     read_docs(&mut r, &mut index)?;
     read_terms(&mut r, &mut index)?;
@@ -2486,44 +2579,64 @@ mod tests {
         let mut v3 = bytes.clone();
         v3[8..12].copy_from_slice(&3u32.to_le_bytes());
         let reason = parse_snapshot(&v3).unwrap_err();
-        assert_eq!(reason, "format version 3, expected 1");
+        assert_eq!(
+            reason,
+            format!("format version 3, expected {FORMAT_VERSION}")
+        );
         let mut magic = bytes;
         magic[0] = b'X';
         assert!(parse_snapshot(&magic).unwrap_err().contains("magic"));
         assert!(parse_snapshot(b"").unwrap_err().contains("truncated"));
     }
 
-    /// Damaged contents behind a *valid* checksum must still never panic, and whatever loads
-    /// must stay usable.
+    /// One of four kinds of damage at a random place from `from` on.
+    fn damage(rng: &mut StdRng, bytes: &[u8], from: usize, kind: usize) -> Vec<u8> {
+        let mut damaged = bytes.to_vec();
+        let at = rng.random_range(from..damaged.len());
+        match kind % 4 {
+            0 => damaged[at] ^= rng.random_range(1..=255u8),
+            1 => damaged.insert(at, rng.random()),
+            2 => {
+                damaged.remove(at);
+            }
+            _ => {
+                let end = (at + rng.random_range(1..6)).min(damaged.len());
+                damaged[at..end].fill(0xff);
+            }
+        }
+        damaged
+    }
+
+    /// Damaged compressed frames behind a *valid* checksum are refused, never a panic.
     #[test]
-    fn garbage_with_valid_checksum_never_panics() {
-        let (index, _, vocab) = random_index(9, 60);
+    fn damaged_frames_with_valid_checksum_are_refused() {
+        let (index, _, _) = random_index(9, 60);
         let bytes = snapshot_bytes(&index, b"m");
-        let body = &bytes[..bytes.len() - 8];
+        let packed = &bytes[..bytes.len() - 8];
+        let mut rng = StdRng::seed_from_u64(3);
+        for i in 0..2000 {
+            let damaged = damage(&mut rng, packed, HEADER_BYTES, i);
+            let _ = parse_snapshot(&with_checksum(damaged));
+        }
+        // A size that the frames cannot hold, or an implausible one, is named as such.
+        let mut wrong = packed.to_vec();
+        wrong[HEADER_BYTES..HEADER_BYTES + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let reason = parse_snapshot(&with_checksum(wrong)).unwrap_err();
+        assert!(reason.contains("cannot hold"), "{reason}");
+    }
+
+    /// Damaged bodies (after decompression) must still never panic, and whatever loads must
+    /// stay usable.
+    #[test]
+    fn garbage_bodies_never_panic() {
+        let (index, _, vocab) = random_index(9, 60);
+        let mut body = Vec::new();
+        index.write_body(&mut body, b"m").unwrap();
         let mut rng = StdRng::seed_from_u64(2);
         let mut loaded_ok = 0;
         for i in 0..4000 {
-            let mut damaged = body.to_vec();
-            match i % 4 {
-                0 => {
-                    let at = rng.random_range(12..damaged.len());
-                    damaged[at] ^= rng.random_range(1..=255u8);
-                }
-                1 => {
-                    let at = rng.random_range(12..damaged.len());
-                    damaged.insert(at, rng.random());
-                }
-                2 => {
-                    let at = rng.random_range(12..damaged.len());
-                    damaged.remove(at);
-                }
-                _ => {
-                    let at = rng.random_range(12..damaged.len());
-                    let end = (at + rng.random_range(1..6)).min(damaged.len());
-                    damaged[at..end].fill(0xff);
-                }
-            }
-            if let Ok((mut index, _)) = parse_snapshot(&with_checksum(damaged)) {
+            let damaged = damage(&mut rng, &body, 0, i);
+            if let Ok((mut index, _)) = parse_body(&damaged) {
                 loaded_ok += 1;
                 for _ in 0..3 {
                     let _ = index.search(&random_query(&mut rng, &vocab), 5, None);
