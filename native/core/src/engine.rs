@@ -743,6 +743,11 @@ impl Engine {
             })
             .collect();
         self.check_cancel()?;
+        // The versions hold what is needed from here on: the raw bytes of every file read
+        // (the size of the tree) need not live through publishing.
+        for r in &mut ok {
+            r.bytes = Vec::new();
+        }
         let mut versions = Vec::new();
         let mut failed: HashMap<i64, SkipReason> = HashMap::new();
         for (hash, p) in parsed {
@@ -831,6 +836,10 @@ impl Engine {
             });
             (published, prepared)
         });
+        // Chunk contents and compressed texts are in SQLite and analysed: free them before
+        // the lexical index grows.
+        drop(by_hash);
+        drop(versions);
         let (generation, removed) = published?;
         stats.files_removed = removed;
         stats.generation = generation;

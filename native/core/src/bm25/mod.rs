@@ -94,8 +94,9 @@ pub const NUM_FIELDS: usize = 4;
 /// Version of the snapshot format written by [`Bm25Index::save`].
 pub const FORMAT_VERSION: u32 = 2;
 
-/// Uncompressed body bytes per zstd frame of a snapshot.
-const FRAME_BYTES: usize = 4 << 20;
+/// Uncompressed body bytes per zstd frame of a snapshot (tiny in tests, so that their small
+/// indexes take many frames).
+const FRAME_BYTES: usize = if cfg!(test) { 256 } else { 4 << 20 };
 
 /// zstd level of snapshots: level 3 packs 66 MB in about 0.5 s of one core (level 1: 8% larger
 /// for half the time), and unpacks at over 1 GB/s.
@@ -176,8 +177,8 @@ impl<'a> DocFields<'a> {
 pub struct AnalyzedDoc {
     /// Distinct terms, concatenated in order of first occurrence.
     text: String,
-    /// End of each term in `text`.
-    ends: Vec<usize>,
+    /// End of each term in `text` (u32: a build holds every document's analysis at once).
+    ends: Vec<u32>,
     /// Per-field frequency of each term (saturating).
     tf: Vec<[u16; NUM_FIELDS]>,
     /// Number of tokens per field (saturating).
@@ -204,7 +205,7 @@ impl AnalyzedDoc {
         starts
             .zip(&self.ends)
             .zip(&self.tf)
-            .map(|((start, &end), &tf)| (&self.text[start..end], tf))
+            .map(|((start, &end), &tf)| (&self.text[start as usize..end as usize], tf))
     }
 }
 
@@ -227,9 +228,21 @@ pub fn analyze_doc(doc: &DocFields<'_>) -> AnalyzedDoc {
             lens[f] = lens[f].saturating_add(1);
         });
     }
+    // Terms past 4 GiB of distinct-term text (never seen: files are capped far below) are
+    // dropped rather than mis-sliced.
+    let ends: Vec<u32> = table
+        .ends
+        .iter()
+        .map_while(|&end| u32::try_from(end).ok())
+        .collect();
+    let mut text = table.text;
+    text.truncate(ends.last().map_or(0, |&end| end as usize));
+    text.shrink_to_fit();
+    tf.truncate(ends.len());
+    tf.shrink_to_fit();
     AnalyzedDoc {
-        text: table.text,
-        ends: table.ends,
+        text,
+        ends,
         tf,
         lens,
     }
@@ -1064,17 +1077,15 @@ impl Bm25Index {
             .open(&tmp)
             .map_err(io_err(&tmp))?;
         let written = (|| -> io::Result<()> {
-            let mut body = Vec::new();
-            self.write_body(&mut body, meta)?;
-            let packed = pack(&body)?;
-            drop(body);
             let mut out = HashingWriter {
                 inner: BufWriter::with_capacity(1 << 20, file),
                 hasher: Xxh3Default::new(),
             };
             out.write_all(&MAGIC)?;
             out.write_all(&FORMAT_VERSION.to_le_bytes())?;
-            out.write_all(&packed)?;
+            let mut frames = FrameWriter::new(&mut out);
+            self.write_body(&mut frames, meta)?;
+            frames.finish()?;
             let checksum = out.hasher.digest();
             let mut inner = out.inner;
             inner.write_all(&checksum.to_le_bytes())?;
@@ -1177,33 +1188,92 @@ fn parse_snapshot(data: &[u8]) -> Result<(Bm25Index, Vec<u8>), String> {
     parse_body(&body)
 }
 
-/// Compresses a snapshot body: its length, the frame size and count, each frame's compressed
-/// length (u32), then the frames.
-fn pack(body: &[u8]) -> io::Result<Vec<u8>> {
-    let frames = body
-        .par_chunks(FRAME_BYTES)
-        .map(|raw| zstd::bulk::compress(raw, SNAPSHOT_ZSTD_LEVEL))
-        .collect::<io::Result<Vec<_>>>()?;
-    let too_large = || io::Error::new(io::ErrorKind::InvalidData, "snapshot frame too large");
-    let mut out = Vec::with_capacity(16 + frames.iter().map(|f| f.len() + 4).sum::<usize>());
-    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    #[allow(clippy::cast_possible_truncation)] // a constant of 4 MiB
-    out.extend_from_slice(&(FRAME_BYTES as u32).to_le_bytes());
-    let count = u32::try_from(frames.len()).map_err(|_| too_large())?;
-    out.extend_from_slice(&count.to_le_bytes());
-    for frame in &frames {
-        let len = u32::try_from(frame.len()).map_err(|_| too_large())?;
-        out.extend_from_slice(&len.to_le_bytes());
-    }
-    for frame in &frames {
-        out.extend_from_slice(frame);
-    }
-    Ok(out)
+/// Compresses a snapshot body as it is written: frames of [`FRAME_BYTES`] (a few compressed
+/// in parallel at a time, so memory stays a few frames whatever the index size), then each
+/// frame's compressed length (u32), the body length (u64), the frame size and the frame count
+/// (u32 each).
+struct FrameWriter<W: Write> {
+    out: W,
+    /// The frame being filled.
+    raw: Vec<u8>,
+    /// Full frames waiting to be compressed together.
+    full: Vec<Vec<u8>>,
+    lens: Vec<u32>,
+    total: u64,
 }
 
-/// Decompresses what [`pack`] wrote, frames in parallel.
+impl<W: Write> FrameWriter<W> {
+    fn new(out: W) -> Self {
+        FrameWriter {
+            out,
+            raw: Vec::with_capacity(FRAME_BYTES),
+            full: Vec::new(),
+            lens: Vec::new(),
+            total: 0,
+        }
+    }
+
+    fn compress_full(&mut self) -> io::Result<()> {
+        let frames = std::mem::take(&mut self.full)
+            .into_par_iter()
+            .map(|raw| zstd::bulk::compress(&raw, SNAPSHOT_ZSTD_LEVEL))
+            .collect::<io::Result<Vec<_>>>()?;
+        for frame in frames {
+            let len = u32::try_from(frame.len())
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "frame too large"))?;
+            self.out.write_all(&frame)?;
+            self.lens.push(len);
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> io::Result<()> {
+        if !self.raw.is_empty() {
+            self.full.push(std::mem::take(&mut self.raw));
+        }
+        self.compress_full()?;
+        for len in &self.lens {
+            self.out.write_all(&len.to_le_bytes())?;
+        }
+        self.out.write_all(&self.total.to_le_bytes())?;
+        #[allow(clippy::cast_possible_truncation)] // a constant of at most 4 MiB
+        self.out.write_all(&(FRAME_BYTES as u32).to_le_bytes())?;
+        let count = u32::try_from(self.lens.len())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "too many frames"))?;
+        self.out.write_all(&count.to_le_bytes())
+    }
+}
+
+impl<W: Write> Write for FrameWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = buf.len().min(FRAME_BYTES - self.raw.len());
+        self.raw.extend_from_slice(&buf[..n]);
+        self.total += n as u64;
+        if self.raw.len() == FRAME_BYTES {
+            let next = Vec::with_capacity(FRAME_BYTES);
+            self.full.push(std::mem::replace(&mut self.raw, next));
+            if self.full.len() >= rayon::current_num_threads() {
+                self.compress_full()?;
+            }
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Decompresses what a [`FrameWriter`] wrote, frames in parallel.
 fn unpack(data: &[u8]) -> Result<Vec<u8>, String> {
-    let mut r = Reader { buf: data, pos: 0 };
+    const TRAILER: usize = 16;
+    let Some(trailer_at) = data.len().checked_sub(TRAILER) else {
+        return Err(format!("truncated: only {} bytes of frames", data.len()));
+    };
+    let mut r = Reader {
+        buf: data,
+        pos: trailer_at,
+    };
     let raw_len = usize::try_from(r.u64()?).map_err(|_| "body too large".to_owned())?;
     let frame_bytes = r.u32()? as usize;
     let count = r.u32()? as usize;
@@ -1218,18 +1288,28 @@ fn unpack(data: &[u8]) -> Result<Vec<u8>, String> {
             data.len()
         ));
     }
-    let mut lens = Vec::with_capacity(count.min(r.remaining() / 4));
+    let Some(table_at) = count
+        .checked_mul(4)
+        .and_then(|table| trailer_at.checked_sub(table))
+    else {
+        return Err(format!("{count} frames do not fit in {} bytes", data.len()));
+    };
+    let mut table = Reader {
+        buf: &data[..trailer_at],
+        pos: table_at,
+    };
+    let mut frames_reader = Reader {
+        buf: &data[..table_at],
+        pos: 0,
+    };
+    let mut frames = Vec::with_capacity(count);
     for _ in 0..count {
-        lens.push(r.u32()? as usize);
+        frames.push(frames_reader.bytes(table.u32()? as usize)?);
     }
-    let frames = lens
-        .into_iter()
-        .map(|len| r.bytes(len))
-        .collect::<Result<Vec<_>, _>>()?;
-    if r.remaining() != 0 {
+    if frames_reader.remaining() != 0 {
         return Err(format!(
-            "{} unexpected bytes after the frames",
-            r.remaining()
+            "{} bytes between the frames and their table",
+            frames_reader.remaining()
         ));
     }
     let mut raw = vec![0u8; raw_len];
@@ -2613,6 +2693,8 @@ mod tests {
         let (index, _, _) = random_index(9, 60);
         let bytes = snapshot_bytes(&index, b"m");
         let packed = &bytes[..bytes.len() - 8];
+        let frames = u32::from_le_bytes(packed[packed.len() - 4..].try_into().unwrap());
+        assert!(frames > 2, "{frames} frames: the test should cross frame boundaries");
         let mut rng = StdRng::seed_from_u64(3);
         for i in 0..2000 {
             let damaged = damage(&mut rng, packed, HEADER_BYTES, i);
@@ -2620,7 +2702,8 @@ mod tests {
         }
         // A size that the frames cannot hold, or an implausible one, is named as such.
         let mut wrong = packed.to_vec();
-        wrong[HEADER_BYTES..HEADER_BYTES + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let at = wrong.len() - 16;
+        wrong[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
         let reason = parse_snapshot(&with_checksum(wrong)).unwrap_err();
         assert!(reason.contains("cannot hold"), "{reason}");
     }
