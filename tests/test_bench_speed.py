@@ -122,6 +122,7 @@ def _row(label: str, ours: float, tantivy_bytes: int) -> Row:
         edit_searchable=0.03,
         query_rss=1,
         query_note="test",
+        open_query=0.25,
         engines={
             "coderecall": EngineRun(ours, 1_400_000, 50_000_000, latency),
             "tantivy": EngineRun(2.0, tantivy_bytes, 60_000_000, latency),
@@ -151,6 +152,7 @@ def test_render_shows_ratios_and_targets() -> None:
     assert "0.50x" in text  # cold index: coderecall / tantivy
     assert "1.40x" in text  # index size: coderecall / tantivy
     assert "| 0.200 s (10,000 files) | yes |" in text
+    assert "| 0.010 | 0.020 | 0.030 | 0.250 |" in text  # no-op, edit, searchable, open + query
     assert "| 1.0 MB/s/core (small) | **no** |" in text
     assert "| 200 identifier |" in text
     assert "n/a" in text  # ripgrep is missing: a cell, not a crash
@@ -171,6 +173,7 @@ def test_quick_run_in_process(
     assert f"| tree | {tree} | 12 |" in text
     assert "no-op re-index of a 10k-file tree" in text
     assert "edit appends a comment line" in text
+    assert "open + first query" in text
     assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before
 
     assert run.main([*argv, "--json"]) == 0

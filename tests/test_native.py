@@ -56,6 +56,22 @@ def test_ranking_weights_can_be_read_and_changed(tmp_path: Path) -> None:
     index.close()
 
 
+def test_generation_is_the_published_generation_without_counting(tmp_path: Path) -> None:
+    from coderecall import CodeIndex
+
+    (tmp_path / "a.py").write_text("def alpha():\n    return 1\n")
+    with CodeIndex(tmp_path, force=True) as index:
+        native = index._open()
+        assert native.generation() == 0 == native.status()["generation"]
+        index.index()
+        first = native.generation()
+        assert first >= 1
+        assert first == native.status()["generation"]
+        (tmp_path / "a.py").write_text("def beta():\n    return 2\n")
+        index.index()
+        assert native.generation() > first
+
+
 # What the process environment holds after the native module is imported (os.environ is a
 # copy taken at start-up, so the C library is asked).
 _READ_RAYON_THREADS = (

@@ -249,6 +249,7 @@ def measure(
         query_rss=session["peak_rss"],
         query_note=queries.note,
         engines=engines,
+        open_query=session["open_query"],
     )
     return row, paths
 

@@ -608,7 +608,7 @@ class CodeIndex:
         """The open index, built first if it never was, with its embedding engine set."""
         native = self._open()
         if not self._built:
-            if native.status()["generation"] == 0 and not native.file_stats():
+            if native.generation() == 0 and not native.file_stats():
                 self.index()
             self._built = True
         try:

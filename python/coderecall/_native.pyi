@@ -336,6 +336,8 @@ class NativeIndex:
     ) -> list[HitDict]:
         """The chunks most like ``text``, or like the chunk of ``path`` that holds ``line``
         (left out of the results)."""
+    def generation(self) -> int:
+        """The view's published generation (0: never indexed), without counting anything."""
     def status(self) -> StatusDict: ...
     def weights(self) -> dict[str, float]:
         """The ranking layer's factors by name (see ``coderecall_core::rank::Weights``)."""

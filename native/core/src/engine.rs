@@ -407,32 +407,56 @@ impl Lexical {
             return None; // built with other tokens: rebuild from the store
         }
         let generation = r.u64()?;
-        let mut paths = IntMap::default();
+        // Records are read in order; what the ranking derives from them (analyzer tokens of
+        // every path and symbol: most of the time of opening a large index) in parallel.
+        let mut records = Vec::new();
         for _ in 0..r.u32()? {
             let id = r.u32()?;
-            let path = r.str()?.to_owned();
+            let path = r.str()?;
             let file_hash = r.i64()?;
             let language = Language::from_name(r.str()?)?;
-            let chunks = r.u32()?;
-            paths.insert(
-                id,
-                PathMeta {
-                    class: classify_path(&path),
-                    prints: fingerprints(&path),
-                    path,
+            records.push((id, path, file_hash, language, r.u32()?));
+        }
+        let paths: IntMap<u32, PathMeta> = records
+            .into_par_iter()
+            .map(|(id, path, file_hash, language, chunks)| {
+                let meta = PathMeta {
+                    class: classify_path(path),
+                    prints: fingerprints(path),
+                    path: path.to_owned(),
                     file_hash,
                     language,
                     chunks,
-                },
-            );
-        }
-        let mut docs = IntMap::default();
-        let mut names: HashMap<String, Vec<u64>> = HashMap::new();
+                };
+                (id, meta)
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect();
+        let mut records = Vec::new();
         for _ in 0..r.u32()? {
             let key = r.u64()?;
             let kind = ChunkKind::from_name(r.str()?)?;
             let (symbol, local_path, names_text) = (r.str()?, r.str()?, r.str()?);
-            let meta = DocMeta::new(kind, symbol, local_path, names_text, (r.u32()?, r.u32()?));
+            records.push((
+                key,
+                kind,
+                symbol,
+                local_path,
+                names_text,
+                (r.u32()?, r.u32()?),
+            ));
+        }
+        let metas: Vec<(u64, DocMeta)> = records
+            .into_par_iter()
+            .map(|(key, kind, symbol, local_path, names, lines)| {
+                (key, DocMeta::new(kind, symbol, local_path, names, lines))
+            })
+            .collect();
+        let mut docs = IntMap::default();
+        docs.reserve(metas.len());
+        let mut names: HashMap<String, Vec<u64>> = HashMap::new();
+        for (key, meta) in metas {
             for name in meta.names.split(' ').filter(|n| !n.is_empty()) {
                 names.entry(name.to_lowercase()).or_default().push(key);
             }
@@ -1421,6 +1445,12 @@ impl Engine {
         let reader = Self::lock(&self.reader);
         let pending = reader.pending_vectors(self.view, model)?;
         reader.embedding_texts(&pending)
+    }
+
+    /// The view's published generation (0: never indexed); one row read, unlike
+    /// [`Self::status`], whose counts scan the view.
+    pub fn generation(&self) -> Result<u64> {
+        Self::lock(&self.reader).generation(self.view)
     }
 
     pub fn status(&self) -> Result<Status> {

@@ -332,6 +332,11 @@ impl NativeIndex {
         py.detach(|| engine.pending_texts(model)).map_err(to_py)
     }
 
+    fn generation(&self, py: Python<'_>) -> PyResult<u64> {
+        let engine = self.engine()?;
+        py.detach(|| engine.generation()).map_err(to_py)
+    }
+
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let engine = self.engine()?;
         let status = py.detach(|| engine.status()).map_err(to_py)?;

@@ -1441,23 +1441,39 @@ fn read_terms(r: &mut Reader<'_>, index: &mut Bm25Index) -> Result<(), String> {
     index.df.reserve_exact(n);
     index.last_doc.reserve_exact(n);
     index.base_ends.reserve_exact(n);
-    for t in 0..n_terms {
+    // The dictionary is scanned in order, each term checked in parallel (validating the
+    // postings is most of the work of loading), then interned in order.
+    let mut entries = Vec::with_capacity(n);
+    for _ in 0..n_terms {
         let len = r.len()?;
-        let term =
-            std::str::from_utf8(r.bytes(len)?).map_err(|_| format!("term {t} is not UTF-8"))?;
-        if term.is_empty() {
-            return Err(format!("term {t} is empty"));
-        }
+        let term = r.bytes(len)?;
         let df = r.varint()?;
         let postings_len = r.len()?;
-        let postings = r.bytes(postings_len)?;
-        let (count, last) = validate_postings(postings, n_docs)
-            .ok_or_else(|| format!("postings of term {term:?} are invalid"))?;
-        if count == 0 || u64::from(count) != df {
-            return Err(format!(
-                "term {term:?} has {count} postings but document frequency {df}"
-            ));
-        }
+        entries.push((term, df, r.bytes(postings_len)?));
+    }
+    let checked = entries
+        .par_iter()
+        .enumerate()
+        .map(|(t, &(term, df, postings))| {
+            let term = std::str::from_utf8(term).map_err(|_| format!("term {t} is not UTF-8"))?;
+            if term.is_empty() {
+                return Err(format!("term {t} is empty"));
+            }
+            let (count, last) = validate_postings(postings, n_docs)
+                .ok_or_else(|| format!("postings of term {term:?} are invalid"))?;
+            if count == 0 || u64::from(count) != df {
+                return Err(format!(
+                    "term {term:?} has {count} postings but document frequency {df}"
+                ));
+            }
+            Ok((term, count, last, postings))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    drop(entries);
+    index
+        .base
+        .reserve_exact(checked.iter().map(|c| c.3.len()).sum());
+    for (t, (term, count, last, postings)) in (0..n_terms).zip(checked) {
         if index.terms.intern(term) != t {
             return Err(format!("duplicate term {term:?}"));
         }
@@ -2694,7 +2710,10 @@ mod tests {
         let bytes = snapshot_bytes(&index, b"m");
         let packed = &bytes[..bytes.len() - 8];
         let frames = u32::from_le_bytes(packed[packed.len() - 4..].try_into().unwrap());
-        assert!(frames > 2, "{frames} frames: the test should cross frame boundaries");
+        assert!(
+            frames > 2,
+            "{frames} frames: the test should cross frame boundaries"
+        );
         let mut rng = StdRng::seed_from_u64(3);
         for i in 0..2000 {
             let damaged = damage(&mut rng, packed, HEADER_BYTES, i);
