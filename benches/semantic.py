@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["insert"] = [
                 insert_speed(native, Precomputed(texts, rows), source, quantization)
                 for source, rows in sources.items()
-                for quantization in ("f16", "i8")
+                for quantization in ("bf16", "f16", "i8")
             ]
             log(f"insert: {results['insert']}")
 

@@ -118,7 +118,7 @@ def test_i8_quantization_has_its_own_graph_built_from_stored_vectors(
     assert first.chunks_embedded > 0
     assert len(names) == 2
     assert sum(name.endswith(".i8.usearch") for name in names) == 1
-    with pytest.raises(ConfigError, match="f16, i8"):
+    with pytest.raises(ConfigError, match="bf16, f16, i8"):
         CodeIndex(root, {"embedding": {"quantization": "f32"}})
 
 

@@ -294,7 +294,7 @@ class NativeIndex:
         self,
         embedder: Embedder,
         model: str,
-        quantization: Literal["f16", "i8"] = "f16",
+        quantization: Literal["bf16", "f16", "i8"] = "bf16",
         weight: float | None = None,
     ) -> None:
         """Sets the embedding model of the semantic channel; ``model`` names it in the index

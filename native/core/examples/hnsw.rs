@@ -50,7 +50,12 @@ fn main() {
     println!("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |");
     let settings =
         std::env::var("HNSW_SETTINGS").unwrap_or_else(|_| "16:40,16:24,12:40,8:40".into());
-    for (kind, name) in [(ScalarKind::F16, "f16"), (ScalarKind::I8, "i8")] {
+    let kinds = [
+        (ScalarKind::F16, "f16"),
+        (ScalarKind::BF16, "bf16"),
+        (ScalarKind::I8, "i8"),
+    ];
+    for (kind, name) in kinds {
         for setting in settings.split(',') {
             let (connectivity, expansion) = setting.split_once(':').unwrap();
             let options = IndexOptions {

@@ -1,4 +1,4 @@
-//! Chunk vectors of one model in an HNSW graph (usearch): cosine over f16 (or i8), keyed by
+//! Chunk vectors of one model in an HNSW graph (usearch): cosine over bf16 (or f16, i8), keyed by
 //! the chunk-content hash, so identical code in many files and versions is one vector.
 //!
 //! The vectors themselves live in SQLite (table `vectors`); this graph is derived from them,
@@ -23,8 +23,12 @@ const EXPANSION_ADD: usize = 40;
 /// How the graph stores each vector component.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Quantization {
-    /// Half precision: the default, indistinguishable from f32 for cosine ranking.
+    /// Brain float, 16 bits: the default. Its distance kernels (AVX-512 BF16 where the CPU
+    /// has it) build the graph 15–30% faster than f16's, at the same recall@10 (0.983 against
+    /// 0.981 over 131k real code embeddings, `examples/hnsw.rs`).
     #[default]
+    BF16,
+    /// IEEE half precision, the default before bf16.
     F16,
     /// One byte per component: half the memory and faster inserts, at a few points of recall.
     I8,
@@ -35,22 +39,24 @@ impl Quantization {
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
+            Quantization::BF16 => "bf16",
             Quantization::F16 => "f16",
             Quantization::I8 => "i8",
         }
     }
 
-    /// The quantization called `name` (`f16` or `i8`).
+    /// The quantization called `name` (`bf16`, `f16` or `i8`).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for any other name.
     pub fn parse(name: &str) -> Result<Self> {
         match name {
+            "bf16" => Ok(Quantization::BF16),
             "f16" => Ok(Quantization::F16),
             "i8" => Ok(Quantization::I8),
             other => Err(Error::InvalidArgument(format!(
-                "unknown vector quantization {other:?} (expected \"f16\" or \"i8\")"
+                "unknown vector quantization {other:?} (expected \"bf16\", \"f16\" or \"i8\")"
             ))),
         }
     }
@@ -86,6 +92,7 @@ impl VectorIndex {
             dimensions: dims,
             metric: MetricKind::Cos,
             quantization: match quantization {
+                Quantization::BF16 => ScalarKind::BF16,
                 Quantization::F16 => ScalarKind::F16,
                 Quantization::I8 => ScalarKind::I8,
             },
@@ -329,31 +336,38 @@ mod tests {
     }
 
     #[test]
-    fn i8_graphs_find_the_same_neighbours() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut graph = VectorIndex::new(&dir.path().join("v"), 32, 8, Quantization::I8).unwrap();
-        let vectors: Vec<(i64, Vec<f32>)> = (0..300).map(|i| (i, unit(i as u64, 32))).collect();
-        graph.add(&vectors).unwrap();
-        // The graph is approximate and built by parallel inserts, so a rare vector may be
-        // missed; quantization that broke neighbours would miss most of them.
-        let mut found = 0;
-        for (hash, v) in &vectors {
-            let hits = graph.search(v, 3, |_| true).unwrap();
-            if hits[0].0 == *hash {
-                found += 1;
-                assert!(
-                    (hits[0].1 - 1.0).abs() < 0.05,
-                    "i8 keeps cosine close: {}",
-                    hits[0].1
-                );
+    fn quantized_graphs_find_the_same_neighbours() {
+        for quantization in [Quantization::BF16, Quantization::I8] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut graph = VectorIndex::new(&dir.path().join("v"), 32, 8, quantization).unwrap();
+            let vectors: Vec<(i64, Vec<f32>)> = (0..300).map(|i| (i, unit(i as u64, 32))).collect();
+            graph.add(&vectors).unwrap();
+            // The graph is approximate and built by parallel inserts, so a rare vector may be
+            // missed; quantization that broke neighbours would miss most of them.
+            let mut found = 0;
+            for (hash, v) in &vectors {
+                let hits = graph.search(v, 3, |_| true).unwrap();
+                if hits[0].0 == *hash {
+                    found += 1;
+                    assert!(
+                        (hits[0].1 - 1.0).abs() < 0.05,
+                        "{quantization:?} keeps cosine close: {}",
+                        hits[0].1
+                    );
+                }
             }
+            assert!(
+                found >= 285,
+                "{quantization:?}: only {found} of 300 find themselves"
+            );
         }
-        assert!(found >= 285, "only {found} of 300 vectors find themselves");
-        assert_eq!(Quantization::parse("i8").unwrap(), Quantization::I8);
-        assert_eq!(
-            Quantization::parse(Quantization::F16.name()).unwrap(),
-            Quantization::F16
-        );
+        for quantization in [Quantization::BF16, Quantization::F16, Quantization::I8] {
+            assert_eq!(
+                Quantization::parse(quantization.name()).unwrap(),
+                quantization
+            );
+        }
+        assert_eq!(Quantization::default(), Quantization::BF16);
         assert!(Quantization::parse("f32").is_err());
     }
 }

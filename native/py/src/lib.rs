@@ -210,9 +210,9 @@ impl NativeIndex {
 
     /// Sets the embedding model of the semantic channel; `model` names it in the index (vectors
     /// of different names never mix). Natural-language searches then fuse both channels.
-    /// `quantization` (`"f16"` or `"i8"`) is how the graph stores vectors (SQLite keeps f16);
-    /// `weight` the channel's share in hybrid ranking (default: the engine's own).
-    #[pyo3(signature = (embedder, model, quantization = "f16", weight = None))]
+    /// `quantization` (`"bf16"`, `"f16"` or `"i8"`) is how the graph stores vectors (SQLite
+    /// keeps f16); `weight` the channel's share in hybrid ranking (default: the engine's own).
+    #[pyo3(signature = (embedder, model, quantization = "bf16", weight = None))]
     fn set_embedder(
         &self,
         py: Python<'_>,
