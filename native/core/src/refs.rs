@@ -319,7 +319,7 @@ pub fn encode(refs: &[Ref]) -> Vec<u8> {
         }
         text.push('\n');
     }
-    zstd::bulk::compress(text.as_bytes(), 3).unwrap_or_default()
+    crate::textblob::zstd_compress(text.as_bytes()).unwrap_or_default()
 }
 
 /// Reads what [`encode`] wrote; damaged input yields the references before the damage.

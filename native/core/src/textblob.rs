@@ -36,7 +36,7 @@ pub fn compress(text: &str) -> Option<Vec<u8>> {
         if end < bytes.len() {
             end = memchr_after(bytes, end).unwrap_or(bytes.len());
         }
-        let frame = zstd::bulk::compress(&bytes[start..end], ZSTD_LEVEL).ok()?;
+        let frame = zstd_compress(&bytes[start..end]).ok()?;
         blocks.push((row, (end - start) as u64, frame.len() as u64));
         frames.extend_from_slice(&frame);
         row += bytes[start..end].iter().filter(|&&b| b == b'\n').count() as u64;
@@ -110,6 +110,26 @@ thread_local! {
     /// A decompression context costs an allocation of its own: each thread keeps one.
     static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
         const { std::cell::RefCell::new(None) };
+    /// So does a compression context, a large one (its match tables are zeroed on creation):
+    /// indexing compresses a block or two per file, so each thread keeps one.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `bytes` as one zstd frame at [`ZSTD_LEVEL`], with this thread's compression context.
+///
+/// # Errors
+///
+/// zstd's, on allocation failure.
+pub(crate) fn zstd_compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let compressor = match &mut *slot {
+            Some(c) => c,
+            None => slot.insert(zstd::bulk::Compressor::new(ZSTD_LEVEL)?),
+        };
+        compressor.compress(bytes)
+    })
 }
 
 fn decompress_blocks(blob: &[u8], blocks: &[Block]) -> Result<String, String> {
