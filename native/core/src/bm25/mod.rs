@@ -2712,11 +2712,19 @@ mod tests {
             "{frames} frames: the test should cross frame boundaries"
         );
         let mut rng = StdRng::seed_from_u64(3);
-        for i in 0..2000 {
-            let damaged = damage(&mut rng, packed, HEADER_BYTES, i);
-            let _ = parse_snapshot(&with_checksum(damaged));
-        }
-        // A size that the frames cannot hold, or an implausible one, is named as such.
+        let refused = (0..2000)
+            .filter(|&i| {
+                let damaged = damage(&mut rng, packed, HEADER_BYTES, i);
+                parse_snapshot(&with_checksum(damaged)).is_err()
+            })
+            .count();
+        // Frames carry no checksum of their own, so a flipped literal can decompress to other
+        // bytes that still parse; zstd, the frame table and the body's checks catch the rest.
+        assert!(
+            refused >= 1800,
+            "only {refused} of 2000 damaged snapshots refused"
+        );
+        // A size that the frames cannot hold is named as such.
         let mut wrong = packed.to_vec();
         let at = wrong.len() - 16;
         wrong[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
