@@ -26,7 +26,9 @@ use crate::rank::{
     Candidate, PathClass, Query, QueryClass, Weights, classify_path, diversify, fingerprints,
     inherit_from_neighbours, is_test_scope, score,
 };
-use crate::store::{Changes, FileVersion, GcStats, SkippedFile, Store, ViewEntry, ViewUpdate};
+use crate::store::{
+    Changes, FileVersion, GcStats, SkippedFile, Store, ViewCounts, ViewEntry, ViewUpdate,
+};
 
 pub const DB_FILE: &str = "index.db";
 
@@ -373,6 +375,24 @@ impl Lexical {
                 prints: fingerprints(&entry.path),
             },
         );
+    }
+
+    /// What the view holds, as [`Store::view_counts`] counts it.
+    fn view_counts(&self) -> ViewCounts {
+        let mut languages: HashMap<&'static str, u64> = HashMap::new();
+        for p in self.paths.values() {
+            *languages.entry(p.language.name()).or_default() += 1;
+        }
+        let mut languages: Vec<(String, u64)> = languages
+            .into_iter()
+            .map(|(name, n)| (name.to_owned(), n))
+            .collect();
+        languages.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        ViewCounts {
+            files: self.paths.len() as u64,
+            chunks: self.paths.values().map(|p| u64::from(p.chunks)).sum(),
+            languages,
+        }
     }
 
     /// The snapshot's sidecar: what the index was built from, so a reader can reconcile it.
@@ -1454,8 +1474,18 @@ impl Engine {
     }
 
     pub fn status(&self) -> Result<Status> {
+        // A current lexical index mirrors the view: counting it is free, where SQLite reads
+        // every chunk key of the view and, for languages, the large rows of `files`.
+        let (lexical_generation, known) = {
+            let lexical = self
+                .lexical
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (lexical.generation, lexical.view_counts())
+        };
         let reader = Self::lock(&self.reader);
-        let counts = reader.counts(self.view)?;
+        let current = lexical_generation == reader.generation(self.view)?;
+        let counts = reader.counts(self.view, current.then_some(known))?;
         let size = |name: &str| fs::metadata(self.dir.join(name)).map_or(0, |m| m.len());
         Ok(Status {
             schema_version: reader.schema_version()?,
@@ -2141,6 +2171,45 @@ def slugify(text):
             crate::analyzer::VERSION.to_le_bytes(),
             "rebuilt and saved"
         );
+    }
+
+    #[test]
+    fn status_counts_the_view_from_memory_as_sqlite_does() {
+        let repo = Repo::new(&[
+            ("auth.py", AUTH),
+            ("util.py", UTIL),
+            (
+                "lib.rs",
+                "pub fn one() -> u32 {\n    1\n}\n\npub struct Two;\n",
+            ),
+            ("empty.py", ""),
+        ]);
+        let engine = repo.open();
+        let paths = ["auth.py", "util.py", "lib.rs", "empty.py"];
+        engine
+            .update(repo.root.path(), &repo.inputs(&paths), &[], 1 << 20)
+            .unwrap();
+        let from_sqlite = |engine: &Engine| {
+            let reader = Engine::lock(&engine.reader);
+            reader.view_counts(engine.view).unwrap()
+        };
+        let status = engine.status().unwrap();
+        let expected = from_sqlite(&engine);
+        assert_eq!(
+            (status.files, status.chunks, status.languages.clone()),
+            (expected.files, expected.chunks, expected.languages.clone())
+        );
+        assert_eq!(status.files, 4);
+        assert_eq!(expected.languages[0], ("python".to_owned(), 3));
+        // Another handle publishes: this one's lexical index lags, so SQLite answers.
+        let other = repo.open();
+        other
+            .update(repo.root.path(), &[], &["util.py".into()], 1 << 20)
+            .unwrap();
+        let lagging = engine.status().unwrap();
+        assert_eq!(lagging.files, 3);
+        assert_eq!(lagging.chunks, from_sqlite(&engine).chunks);
+        assert_eq!(other.status().unwrap().chunks, lagging.chunks);
     }
 
     #[test]

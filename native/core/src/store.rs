@@ -318,6 +318,14 @@ pub struct StoreCounts {
     pub languages: Vec<(String, u64)>,
 }
 
+/// What a view holds: paths, their chunks, and paths per language (most first, then by name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewCounts {
+    pub files: u64,
+    pub chunks: u64,
+    pub languages: Vec<(String, u64)>,
+}
+
 pub struct Store {
     conn: Connection,
     path: PathBuf,
@@ -1167,26 +1175,50 @@ impl Store {
         Ok(problems)
     }
 
-    pub fn counts(&self, view_id: i64) -> Result<StoreCounts> {
-        let one = |sql: &str| -> Result<u64> {
-            Ok(self
-                .conn
-                .query_row(sql, [view_id], |r| r.get::<_, i64>(0))?
-                .max(0)
-                .unsigned_abs())
+    /// The counts of the view and of everything stored; `view`, when the caller already knows
+    /// them (the lexical index mirrors the view), spares counting every chunk of the view.
+    pub fn counts(&self, view_id: i64, view: Option<ViewCounts>) -> Result<StoreCounts> {
+        let view = match view {
+            Some(view) => view,
+            None => self.view_counts(view_id)?,
         };
-        let files = one("SELECT count(*) FROM view_files WHERE view_id = ?1")?;
-        let chunks = one(
-            "SELECT count(*) FROM view_files v JOIN chunks c ON c.file_hash = v.file_hash WHERE v.view_id = ?1",
-        )?;
-        let symbols = one(
+        let symbols = self.count_in_view(
             "SELECT count(*) FROM view_files v JOIN symbols s ON s.file_hash = v.file_hash WHERE v.view_id = ?1",
+            view_id,
         )?;
         // Every stored version, whichever views reference it (orphans awaiting collection too).
         let file_versions = self
             .conn
             .query_row("SELECT count(*) FROM files", [], |r| r.get::<_, i64>(0))?
             .unsigned_abs();
+        Ok(StoreCounts {
+            files: view.files,
+            chunks: view.chunks,
+            symbols,
+            file_versions,
+            languages: view.languages,
+        })
+    }
+
+    /// The one count `sql` gives for `view_id` (`?1`).
+    fn count_in_view(&self, sql: &str, view_id: i64) -> Result<u64> {
+        Ok(self
+            .conn
+            .query_row(sql, [view_id], |r| r.get::<_, i64>(0))?
+            .max(0)
+            .unsigned_abs())
+    }
+
+    /// [`ViewCounts`] from SQLite.
+    pub fn view_counts(&self, view_id: i64) -> Result<ViewCounts> {
+        let files = self.count_in_view(
+            "SELECT count(*) FROM view_files WHERE view_id = ?1",
+            view_id,
+        )?;
+        let chunks = self.count_in_view(
+            "SELECT count(*) FROM view_files v JOIN chunks c ON c.file_hash = v.file_hash WHERE v.view_id = ?1",
+            view_id,
+        )?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT f.language, count(*) FROM view_files v JOIN files f ON f.hash = v.file_hash
              WHERE v.view_id = ?1 GROUP BY f.language ORDER BY count(*) DESC, f.language",
@@ -1199,11 +1231,9 @@ impl Store {
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(StoreCounts {
+        Ok(ViewCounts {
             files,
             chunks,
-            symbols,
-            file_versions,
             languages,
         })
     }
@@ -1712,7 +1742,7 @@ mod tests {
                 || Ok(()),
             )
             .unwrap();
-        assert_eq!(store.counts(DEFAULT_VIEW).unwrap().file_versions, 1);
+        assert_eq!(store.counts(DEFAULT_VIEW, None).unwrap().file_versions, 1);
         assert_eq!(store.views().unwrap().len(), 2);
     }
 
