@@ -450,8 +450,6 @@ impl Lexical {
                 };
                 (id, meta)
             })
-            .collect::<Vec<_>>()
-            .into_iter()
             .collect();
         let mut records = Vec::new();
         for _ in 0..r.u32()? {
@@ -2195,6 +2193,12 @@ def slugify(text):
         };
         let status = engine.status().unwrap();
         let expected = from_sqlite(&engine);
+        let in_memory = engine
+            .lexical
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .view_counts();
+        assert_eq!(in_memory, expected);
         assert_eq!(
             (status.files, status.chunks, status.languages.clone()),
             (expected.files, expected.chunks, expected.languages.clone())
@@ -2208,6 +2212,15 @@ def slugify(text):
             .unwrap();
         let lagging = engine.status().unwrap();
         assert_eq!(lagging.files, 3);
+        let stale = engine
+            .lexical
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .view_counts();
+        assert_eq!(
+            stale.files, 4,
+            "the lagging index still holds util.py: not trusted"
+        );
         assert_eq!(lagging.chunks, from_sqlite(&engine).chunks);
         assert_eq!(other.status().unwrap().chunks, lagging.chunks);
     }

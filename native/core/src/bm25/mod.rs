@@ -1256,6 +1256,8 @@ impl<W: Write> Write for FrameWriter<W> {
         Ok(n)
     }
 
+    /// Frames have a fixed size, so a partial one cannot be written early: everything reaches
+    /// the output in [`Self::finish`].
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
