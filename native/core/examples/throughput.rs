@@ -9,6 +9,7 @@ use coderecall_core::analyzer::for_each_token;
 use coderecall_core::chunk::chunk_file;
 use coderecall_core::lang::Language;
 use rayon::prelude::*;
+use tree_sitter::StreamingIterator;
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -88,6 +89,54 @@ fn main() {
             })
             .sum()
     });
+    // Where one thread's time goes, per language: parsing, then each query over the tree.
+    let mut phases: std::collections::BTreeMap<&str, [f64; 4]> = Default::default();
+    let mut parser = tree_sitter::Parser::new();
+    for (_, lang, text) in &files {
+        let Some(grammar) = lang.grammar() else {
+            continue;
+        };
+        if parser.set_language(&grammar).is_err() {
+            continue;
+        }
+        let start = Instant::now();
+        let Some(tree) = parser.parse(text, None) else {
+            continue;
+        };
+        let parsed = start.elapsed().as_secs_f64();
+        let run = |query: Option<&tree_sitter::Query>, depth: Option<u32>| {
+            let start = Instant::now();
+            if let Some(query) = query {
+                let mut cursor = tree_sitter::QueryCursor::new();
+                cursor.set_max_start_depth(depth);
+                let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
+                while matches.next().is_some() {}
+            }
+            start.elapsed().as_secs_f64()
+        };
+        let defs = run(lang.definitions_query(), Some(12));
+        let refs = run(lang.references_query(), None);
+        let e = phases.entry(lang.name()).or_default();
+        e[0] += text.len() as f64 / 1e6;
+        e[1] += parsed;
+        e[2] += defs;
+        e[3] += refs;
+    }
+    println!("  language          MB  parse s   defs s   refs s (1 thread)");
+    let mut sum = [0.0; 4];
+    for (lang, p) in &phases {
+        println!(
+            "  {lang:<12} {:>7.1} {:>8.2} {:>8.2} {:>8.2}",
+            p[0], p[1], p[2], p[3]
+        );
+        for (t, v) in sum.iter_mut().zip(p) {
+            *t += v;
+        }
+    }
+    println!(
+        "  {:<12} {:>7.1} {:>8.2} {:>8.2} {:>8.2}",
+        "all", sum[0], sum[1], sum[2], sum[3]
+    );
     let mut per_lang: std::collections::BTreeMap<&str, (f64, f64)> = Default::default();
     let mut slowest: Vec<(f64, &str, usize)> = Vec::new();
     for (name, lang, text) in &files {

@@ -19,6 +19,7 @@ pub mod error;
 pub mod graph;
 pub mod hash;
 pub mod lang;
+pub mod outline;
 pub mod rank;
 pub mod refs;
 #[cfg(feature = "embed")]

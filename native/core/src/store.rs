@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rayon::prelude::*;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::chunk::{Chunk, ChunkKind, FileChunks, Symbol};
@@ -19,9 +20,29 @@ use crate::lang::Language;
 /// Schema version written to `PRAGMA user_version`; `MIGRATIONS[i]` upgrades from `i` to `i + 1`.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-const MIGRATIONS: &[&str] = &[
+/// One schema upgrade: SQL, then (for a change of encoding) code over the data it left.
+enum Migration {
+    Sql(&'static str),
+    SqlThen(&'static str, fn(&rusqlite::Transaction<'_>) -> Result<()>),
+}
+
+impl Migration {
+    fn apply(&self, tx: &rusqlite::Transaction<'_>) -> Result<()> {
+        match self {
+            Migration::Sql(sql) => tx.execute_batch(sql)?,
+            Migration::SqlThen(sql, then) => {
+                tx.execute_batch(sql)?;
+                then(tx)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+const MIGRATIONS: &[Migration] = &[
     // 1: content-addressed file versions, chunks, symbols, views.
-    "
+    Migration::Sql(
+        "
     CREATE TABLE meta (
         key   TEXT PRIMARY KEY,
         value TEXT NOT NULL
@@ -86,9 +107,11 @@ const MIGRATIONS: &[&str] = &[
     INSERT INTO views (id, name) VALUES (1, 'worktree');
     INSERT INTO meta (key, value) VALUES ('generation', '0');
     ",
+    ),
     // 2: a file version keeps its text once, compressed (`textblob`); a chunk whose content
     // is its line range of that text stores NULL. Versions stored before keep their chunk text.
-    "
+    Migration::Sql(
+        "
     ALTER TABLE files ADD COLUMN text BLOB;
     CREATE TABLE chunks_v2 (
         file_hash    INTEGER NOT NULL REFERENCES files(hash) ON DELETE CASCADE,
@@ -109,8 +132,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE chunks_v2 RENAME TO chunks;
     CREATE INDEX chunks_by_content ON chunks(content_hash);
     ",
+    ),
     // 3: chunk vectors per embedding model, keyed by chunk-content hash (little-endian f16).
-    "
+    Migration::Sql(
+        "
     CREATE TABLE vectors (
         model        TEXT    NOT NULL,
         content_hash INTEGER NOT NULL,
@@ -118,10 +143,12 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (model, content_hash)
     ) WITHOUT ROWID;
     ",
+    ),
     // 4: one view per root (worktree), each with its own generation, so that publishing in
     // one worktree never makes the readers of another reconcile; `used_at` lets the views of
     // deleted worktrees be collected. Orphaned versions are found without a table scan.
-    "
+    Migration::Sql(
+        "
     ALTER TABLE views ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE views ADD COLUMN used_at INTEGER NOT NULL DEFAULT 0;
     UPDATE views SET generation =
@@ -129,18 +156,22 @@ const MIGRATIONS: &[&str] = &[
     DELETE FROM meta WHERE key = 'generation';
     CREATE INDEX files_orphaned ON files(orphaned_at) WHERE orphaned_at IS NOT NULL;
     ",
+    ),
     // 5: the references of a file version (calls, imports, inheritance; `refs::encode`).
     // Versions stored before have none: every path is re-read once (its stat no longer
     // matches) and its known content parsed again to fill them; chunks and vectors stay.
-    "
+    Migration::Sql(
+        "
     ALTER TABLE files ADD COLUMN refs BLOB;
     UPDATE view_files SET mtime_ns = -1;
     ",
+    ),
     // 6: vectors move to a rowid table with a unique index. Clustered by their random content
     // hash, every batch of new vectors dirtied pages all over the table (six times the WAL
     // traffic, three times the insert time at 180k vectors); appended in rowid order, only
     // the small index entries land at random.
-    "
+    Migration::Sql(
+        "
     CREATE TABLE vectors_by_rowid (
         model        TEXT    NOT NULL,
         content_hash INTEGER NOT NULL,
@@ -152,7 +183,78 @@ const MIGRATIONS: &[&str] = &[
     DROP TABLE vectors;
     ALTER TABLE vectors_by_rowid RENAME TO vectors;
     ",
+    ),
+    // 7: the chunks and symbols of a file version move into one compressed blob of its row
+    // (`outline`), with their counts beside it: a third of the index's size went to their
+    // rows and indexes, and they were only ever read per file version.
+    Migration::SqlThen(
+        "
+        ALTER TABLE files ADD COLUMN outline BLOB;
+        ALTER TABLE files ADD COLUMN chunk_count INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE files ADD COLUMN symbol_count INTEGER NOT NULL DEFAULT 0;
+        ",
+        outlines_from_rows,
+    ),
 ];
+
+/// Migration 7: every file version's chunk and symbol rows become its outline, then the
+/// tables go.
+fn outlines_from_rows(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    let hashes: Vec<i64> = tx
+        .prepare("SELECT hash FROM files")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut chunk_rows = tx.prepare(
+        "SELECT start_line, end_line, kind, symbol, local_path, names, context, content,
+                content_hash
+         FROM chunks WHERE file_hash = ?1 ORDER BY ordinal",
+    )?;
+    let mut symbol_rows = tx.prepare(
+        "SELECT name, kind, local_path, start_line, end_line FROM symbols
+         WHERE file_hash = ?1 ORDER BY rowid",
+    )?;
+    let mut update = tx.prepare(
+        "UPDATE files SET outline = ?2, chunk_count = ?3, symbol_count = ?4 WHERE hash = ?1",
+    )?;
+    let kind = |name: String| ChunkKind::from_name(&name).unwrap_or(ChunkKind::Code);
+    for hash in hashes {
+        let mut chunks = Vec::new();
+        let mut derived = Vec::new();
+        let mut rows = chunk_rows.query([hash])?;
+        while let Some(r) = rows.next()? {
+            let content: Option<String> = r.get(7)?;
+            derived.push(content.is_none());
+            chunks.push(Chunk {
+                start_line: r.get(0)?,
+                end_line: r.get(1)?,
+                kind: kind(r.get(2)?),
+                symbol: r.get(3)?,
+                local_path: r.get(4)?,
+                names: r.get(5)?,
+                context: r.get(6)?,
+                content: content.unwrap_or_default(),
+                content_hash: r.get(8)?,
+            });
+        }
+        let symbols = symbol_rows
+            .query_map([hash], |r| {
+                Ok(Symbol {
+                    name: r.get(0)?,
+                    kind: kind(r.get(1)?),
+                    local_path: r.get(2)?,
+                    start_line: r.get(3)?,
+                    end_line: r.get(4)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let outline = crate::outline::encode(&chunks, &derived, &symbols)
+            .map_err(|e| Error::io("compressing a file outline", e))?;
+        update.execute(params![hash, outline, count(&chunks), count(&symbols)])?;
+    }
+    drop((chunk_rows, symbol_rows, update));
+    tx.execute_batch("DROP TABLE chunks; DROP TABLE symbols;")?;
+    Ok(())
+}
 
 /// A chunk whose content has no vector for a model yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,6 +340,8 @@ pub struct FileVersion {
     text: Vec<u8>,
     /// Per chunk: its content is exactly its line range of the text (then not stored twice).
     derived: Vec<bool>,
+    /// Chunks and symbols as stored ([`crate::outline`]).
+    outline: Vec<u8>,
 }
 
 impl FileVersion {
@@ -268,15 +372,19 @@ impl FileVersion {
             // (no file text) keeps the version readable even then.
             text: crate::textblob::compress(text).unwrap_or_default(),
             derived,
+            outline: Vec::new(),
         }
-        .checked()
+        .finished()
     }
 
-    /// Without a stored text, every chunk keeps its own content.
-    fn checked(mut self) -> Self {
+    /// Without a stored text, every chunk keeps its own content; then the outline.
+    fn finished(mut self) -> Self {
         if self.text.is_empty() {
             self.derived.fill(false);
         }
+        // As for the text, compressing fails only when allocating does.
+        self.outline =
+            crate::outline::encode(&self.chunks, &self.derived, &self.symbols).unwrap_or_default();
         self
     }
 }
@@ -380,12 +488,12 @@ impl Store {
                 supported: SCHEMA_VERSION,
             });
         }
-        for (from, sql) in MIGRATIONS
+        for (from, migration) in MIGRATIONS
             .iter()
             .enumerate()
             .skip(usize::try_from(version).unwrap_or(0))
         {
-            tx.execute_batch(sql)?;
+            migration.apply(&tx)?;
             tx.pragma_update(
                 None,
                 "user_version",
@@ -626,71 +734,59 @@ impl Store {
         Ok(known)
     }
 
-    /// The chunks of a file version, in order (a chunk's ordinal is its index).
+    /// The outline of a file version; `None` when no such version is stored.
+    fn outline(&self, file_hash: i64) -> Result<Option<crate::outline::Outline>> {
+        let blob: Option<Option<Vec<u8>>> = self
+            .conn
+            .prepare_cached("SELECT outline FROM files WHERE hash = ?1")?
+            .query_row([file_hash], |r| r.get(0))
+            .optional()?;
+        blob.map(|blob| {
+            decoded(
+                &self.path,
+                file_hash,
+                blob.as_deref(),
+                crate::outline::decode,
+            )
+        })
+        .transpose()
+    }
+
+    /// The chunks of a file version, in order (a chunk's ordinal is its index); none for a
+    /// version that is not stored.
     pub fn chunks(&self, file_hash: i64) -> Result<Vec<Chunk>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT start_line, end_line, kind, symbol, local_path, names, context, content,
-                    content_hash
-             FROM chunks WHERE file_hash = ?1 ORDER BY ordinal",
-        )?;
-        let mut rows = stmt.query([file_hash])?;
-        let mut out = Vec::new();
-        let mut text: Option<(String, Vec<usize>)> = None;
-        while let Some(r) = rows.next()? {
-            let kind: String = r.get(2)?;
-            let kind = ChunkKind::from_name(&kind).ok_or_else(|| Error::Corrupt {
-                path: self.path.clone(),
-                reason: format!("unknown chunk kind {kind:?}"),
-            })?;
-            out.push(Chunk {
-                start_line: r.get(0)?,
-                end_line: r.get(1)?,
-                kind,
-                symbol: r.get(3)?,
-                local_path: r.get(4)?,
-                names: r.get(5)?,
-                context: r.get(6)?,
-                content: match r.get::<_, Option<String>>(7)? {
-                    Some(content) => content,
-                    None => {
-                        if text.is_none() {
-                            let whole = crate::textblob::text(&self.file_blob(file_hash)?)
-                                .map_err(|reason| self.corrupt(file_hash, &reason))?;
-                            let starts = crate::chunk::line_starts(&whole);
-                            text = Some((whole, starts));
-                        }
-                        let (start, end) = (r.get(0)?, r.get(1)?);
-                        text.as_ref().map_or_else(String::new, |(whole, starts)| {
-                            crate::chunk::lines_text(whole, starts, start, end).to_owned()
-                        })
-                    }
-                },
-                content_hash: r.get(8)?,
-            });
+        let Some(outline) = self.outline(file_hash)? else {
+            return Ok(Vec::new());
+        };
+        let mut chunks = outline.chunks;
+        if outline.derived.iter().any(|&d| d) {
+            let whole = crate::textblob::text(&self.file_blob(file_hash)?)
+                .map_err(|reason| self.corrupt(file_hash, &reason))?;
+            let starts = crate::chunk::line_starts(&whole);
+            for (c, _) in chunks.iter_mut().zip(&outline.derived).filter(|(_, d)| **d) {
+                c.content =
+                    crate::chunk::lines_text(&whole, &starts, c.start_line, c.end_line).to_owned();
+            }
         }
-        Ok(out)
+        Ok(chunks)
     }
 
     /// The content of one chunk.
     pub fn chunk_content(&self, file_hash: i64, ordinal: u32) -> Result<Option<String>> {
-        let row = self
-            .conn
-            .prepare_cached(
-                "SELECT start_line, end_line, content FROM chunks
-                 WHERE file_hash = ?1 AND ordinal = ?2",
-            )?
-            .query_row(params![file_hash, ordinal], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get::<_, Option<String>>(2)?))
-            })
-            .optional()?;
-        Ok(match row {
-            None => None,
-            Some((_, _, Some(content))) => Some(content),
-            Some((start, end, None)) => Some(
-                crate::textblob::lines(&self.file_blob(file_hash)?, start, end)
-                    .map_err(|reason| self.corrupt(file_hash, &reason))?,
-            ),
-        })
+        let Some(mut outline) = self.outline(file_hash)? else {
+            return Ok(None);
+        };
+        let i = ordinal as usize;
+        if i >= outline.chunks.len() {
+            return Ok(None);
+        }
+        let c = outline.chunks.swap_remove(i);
+        if !outline.derived[i] {
+            return Ok(Some(c.content));
+        }
+        crate::textblob::lines(&self.file_blob(file_hash)?, c.start_line, c.end_line)
+            .map(Some)
+            .map_err(|reason| self.corrupt(file_hash, &reason))
     }
 
     /// Lines `start..=end` of `path` as the view has it, `None` when the path is not in
@@ -725,31 +821,51 @@ impl Store {
     }
 
     fn corrupt(&self, file_hash: i64, reason: &str) -> Error {
-        Error::Corrupt {
-            path: self.path.clone(),
-            reason: format!("file version {file_hash:x}: {reason}"),
-        }
+        corrupt_version(&self.path, file_hash, reason)
     }
 
-    /// Chunks of the view whose content has no vector for `model` yet, one per content hash.
-    /// One scan of the view: callers embed them in batches with [`Self::embedding_texts`].
-    pub fn pending_vectors(&self, view_id: i64, model: &str) -> Result<Vec<PendingChunk>> {
+    /// The content hashes of the chunks of every file version in the view, in order, by
+    /// file hash (ascending); outlines are decoded in parallel.
+    fn view_content_hashes(&self, view_id: i64) -> Result<Vec<(i64, Vec<i64>)>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT c.content_hash, c.file_hash, c.ordinal
-             FROM view_files v JOIN chunks c ON c.file_hash = v.file_hash
-             WHERE v.view_id = ?1 AND NOT EXISTS (
-                 SELECT 1 FROM vectors x WHERE x.model = ?2 AND x.content_hash = c.content_hash)
-             GROUP BY c.content_hash
-             ORDER BY c.file_hash, c.ordinal",
+            "SELECT hash, outline FROM files
+             WHERE hash IN (SELECT file_hash FROM view_files WHERE view_id = ?1) ORDER BY hash",
         )?;
-        let rows = stmt.query_map(params![view_id, model], |r| {
-            Ok(PendingChunk {
-                content_hash: r.get(0)?,
-                file_hash: r.get(1)?,
-                ordinal: usize::try_from(r.get::<_, i64>(2)?).unwrap_or(usize::MAX),
+        let blobs: Vec<(i64, Option<Vec<u8>>)> = stmt
+            .query_map([view_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let path = self.path.as_path();
+        blobs
+            .into_par_iter()
+            .map(|(hash, blob)| {
+                let hashes = decoded(path, hash, blob.as_deref(), crate::outline::content_hashes)?;
+                Ok((hash, hashes))
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            .collect()
+    }
+
+    /// Chunks of the view whose content has no vector for `model` yet, one per content hash
+    /// (its first chunk by file hash and ordinal). Callers embed them in batches with
+    /// [`Self::embedding_texts`].
+    pub fn pending_vectors(&self, view_id: i64, model: &str) -> Result<Vec<PendingChunk>> {
+        let mut seen: HashSet<i64> = self
+            .conn
+            .prepare_cached("SELECT content_hash FROM vectors WHERE model = ?1")?
+            .query_map([model], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut out = Vec::new();
+        for (file_hash, hashes) in self.view_content_hashes(view_id)? {
+            for (ordinal, content_hash) in hashes.into_iter().enumerate() {
+                if seen.insert(content_hash) {
+                    out.push(PendingChunk {
+                        content_hash,
+                        file_hash,
+                        ordinal,
+                    });
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The text each chunk's vector is computed from ([`embedding_text`]), in order; chunks
@@ -829,42 +945,46 @@ impl Store {
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
-    /// `(path id, ordinal, content hash)` of every chunk in the view.
-    /// `(ordinal, content hash)` of each chunk of a file version.
+    /// `(ordinal, content hash)` of each chunk of a file version; none for a version that
+    /// is not stored.
     pub fn chunk_hashes(&self, file_hash: i64) -> Result<Vec<(u32, i64)>> {
-        let mut stmt = self
+        let blob: Option<Option<Vec<u8>>> = self
             .conn
-            .prepare_cached("SELECT ordinal, content_hash FROM chunks WHERE file_hash = ?1")?;
-        let rows = stmt.query_map([file_hash], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?)))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (ordinal, hash) = row?;
-            out.push((u32::try_from(ordinal).unwrap_or(u32::MAX), hash));
-        }
-        Ok(out)
+            .prepare_cached("SELECT outline FROM files WHERE hash = ?1")?
+            .query_row([file_hash], |r| r.get(0))
+            .optional()?;
+        let Some(blob) = blob else {
+            return Ok(Vec::new());
+        };
+        let hashes = decoded(
+            &self.path,
+            file_hash,
+            blob.as_deref(),
+            crate::outline::content_hashes,
+        )?;
+        Ok((0_u32..).zip(hashes).collect())
     }
 
+    /// `(path id, ordinal, content hash)` of every chunk in the view.
     pub fn view_chunk_hashes(&self, view_id: i64) -> Result<Vec<(u32, u32, i64)>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT v.id, c.ordinal, c.content_hash
-             FROM view_files v JOIN chunks c ON c.file_hash = v.file_hash
-             WHERE v.view_id = ?1",
-        )?;
+        let by_version: HashMap<i64, Vec<i64>> =
+            self.view_content_hashes(view_id)?.into_iter().collect();
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id, file_hash FROM view_files WHERE view_id = ?1")?;
         let rows = stmt.query_map([view_id], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
-            ))
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, ordinal, hash) = row?;
-            out.push((
-                self.path_id(id)?,
-                u32::try_from(ordinal).unwrap_or(u32::MAX),
-                hash,
-            ));
+            let (id, file_hash) = row?;
+            let path_id = self.path_id(id)?;
+            let hashes = by_version.get(&file_hash).map_or(&[][..], Vec::as_slice);
+            out.extend(
+                (0_u32..)
+                    .zip(hashes)
+                    .map(|(ordinal, &h)| (path_id, ordinal, h)),
+            );
         }
         Ok(out)
     }
@@ -891,20 +1011,12 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let mut insert_file = tx.prepare_cached(
-                "INSERT OR IGNORE INTO files (hash, language, size, lines, indexed_at, text, refs)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT OR IGNORE INTO files (hash, language, size, lines, indexed_at, text, refs,
+                    outline, chunk_count, symbol_count)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?;
             let mut fill_refs =
                 tx.prepare_cached("UPDATE files SET refs = ?2 WHERE hash = ?1 AND refs IS NULL")?;
-            let mut insert_chunk = tx.prepare_cached(
-                "INSERT INTO chunks (file_hash, ordinal, start_line, end_line, kind,
-                    symbol, local_path, names, context, content, content_hash)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )?;
-            let mut insert_symbol = tx.prepare_cached(
-                "INSERT INTO symbols (file_hash, name, kind, local_path, start_line, end_line)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?;
             for v in versions {
                 let size = i64::try_from(v.size).unwrap_or(i64::MAX);
                 let text = (!v.text.is_empty()).then_some(v.text.as_slice());
@@ -915,40 +1027,15 @@ impl Store {
                     v.lines,
                     now,
                     text,
-                    v.refs
+                    v.refs,
+                    v.outline,
+                    count(&v.chunks),
+                    count(&v.symbols),
                 ])? == 0
                 {
-                    // Stored before (by another writer, or kept as an orphan): its chunks are
-                    // there too, so plain inserts below never conflict. A version stored
-                    // before references were kept gets them now.
+                    // Stored before (by another writer, or kept as an orphan) with its
+                    // outline. A version stored before references were kept gets them now.
                     fill_refs.execute(params![v.hash, v.refs])?;
-                    continue;
-                }
-                for ((ordinal, c), &derived) in (0_i64..).zip(&v.chunks).zip(&v.derived) {
-                    let content = (!derived).then_some(c.content.as_str());
-                    insert_chunk.execute(params![
-                        v.hash,
-                        ordinal,
-                        c.start_line,
-                        c.end_line,
-                        c.kind.name(),
-                        c.symbol,
-                        c.local_path,
-                        c.names,
-                        c.context,
-                        content,
-                        c.content_hash,
-                    ])?;
-                }
-                for s in &v.symbols {
-                    insert_symbol.execute(params![
-                        v.hash,
-                        s.name,
-                        s.kind.name(),
-                        s.local_path,
-                        s.start_line,
-                        s.end_line
-                    ])?;
                 }
             }
             let mut old_hash = tx.prepare_cached(
@@ -1045,7 +1132,7 @@ impl Store {
         let expired = "FROM files WHERE orphaned_at IS NOT NULL AND orphaned_at <= ?1
                        AND NOT EXISTS (SELECT 1 FROM view_files WHERE file_hash = files.hash)";
         let chunks: i64 = tx.query_row(
-            &format!("SELECT count(*) FROM chunks WHERE file_hash IN (SELECT hash {expired})"),
+            &format!("SELECT coalesce(sum(chunk_count), 0) {expired}"),
             [cutoff],
             |r| r.get(0),
         )?;
@@ -1053,14 +1140,30 @@ impl Store {
         stats.file_versions = files as u64;
         stats.chunks = chunks.max(0).unsigned_abs();
         if files > 0 {
-            stats.vectors = tx
-                .prepare(
-                    "DELETE FROM vectors WHERE NOT EXISTS
-                        (SELECT 1 FROM chunks c WHERE c.content_hash = vectors.content_hash)
-                     RETURNING model, content_hash",
-                )?
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            // A vector lives while any stored version has a chunk of its content.
+            let mut live: HashSet<i64> = HashSet::new();
+            let mut stmt = tx.prepare("SELECT hash, outline FROM files")?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let hash: i64 = r.get(0)?;
+                let blob: Option<Vec<u8>> = r.get(1)?;
+                live.extend(decoded(
+                    &self.path,
+                    hash,
+                    blob.as_deref(),
+                    crate::outline::content_hashes,
+                )?);
+            }
+            let dead: Vec<(i64, String, i64)> = tx
+                .prepare("SELECT rowid, model, content_hash FROM vectors")?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .filter(|row| row.as_ref().map_or(true, |(_, _, h)| !live.contains(h)))
                 .collect::<rusqlite::Result<_>>()?;
+            let mut delete = tx.prepare("DELETE FROM vectors WHERE rowid = ?1")?;
+            for (rowid, model, hash) in dead {
+                delete.execute([rowid])?;
+                stats.vectors.push((model, hash));
+            }
         }
         tx.commit()?;
         Ok(stats)
@@ -1069,9 +1172,8 @@ impl Store {
     /// Number of chunks of each file version of the view.
     pub fn chunk_counts(&self, view_id: i64) -> Result<HashMap<i64, u32>> {
         let mut stmt = self.conn.prepare(
-            "SELECT c.file_hash, count(*) FROM chunks c
-             WHERE c.file_hash IN (SELECT file_hash FROM view_files WHERE view_id = ?1)
-             GROUP BY c.file_hash",
+            "SELECT hash, chunk_count FROM files
+             WHERE hash IN (SELECT file_hash FROM view_files WHERE view_id = ?1)",
         )?;
         let rows = stmt.query_map([view_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -1088,48 +1190,28 @@ impl Store {
     /// Every file of a view with its definitions and stored references, for the call graph.
     pub fn graph_files(&self, view_id: i64) -> Result<Vec<crate::graph::GraphFile>> {
         let mut stmt = self.conn.prepare(
-            "SELECT v.path, v.file_hash, f.language, f.refs FROM view_files v
+            "SELECT v.path, v.file_hash, f.language, f.refs, f.outline FROM view_files v
              JOIN files f ON f.hash = v.file_hash WHERE v.view_id = ?1",
         )?;
+        type Row = (String, i64, String, Option<Vec<u8>>, Option<Vec<u8>>);
         let rows = stmt.query_map([view_id], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, Option<Vec<u8>>>(3)?,
-            ))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })?;
-        let files: Vec<(String, i64, String, Option<Vec<u8>>)> =
-            rows.collect::<rusqlite::Result<_>>()?;
-        let mut symbols: HashMap<i64, Vec<Symbol>> = HashMap::new();
-        let mut stmt = self.conn.prepare(
-            "SELECT s.file_hash, s.name, s.kind, s.local_path, s.start_line, s.end_line
-             FROM symbols s WHERE s.file_hash IN
-                (SELECT file_hash FROM view_files WHERE view_id = ?1)
-             ORDER BY s.rowid",
-        )?;
-        let mut rows = stmt.query([view_id])?;
-        while let Some(r) = rows.next()? {
-            let kind: String = r.get(2)?;
-            symbols.entry(r.get(0)?).or_default().push(Symbol {
-                name: r.get(1)?,
-                kind: ChunkKind::from_name(&kind).unwrap_or(ChunkKind::Code),
-                local_path: r.get(3)?,
-                start_line: r.get(4)?,
-                end_line: r.get(5)?,
-            });
-        }
-        Ok(files
-            .into_iter()
-            .filter_map(|(path, hash, language, refs)| {
-                Some(crate::graph::GraphFile {
-                    language: Language::from_name(&language)?,
-                    symbols: symbols.get(&hash).cloned().unwrap_or_default(),
+        let files: Vec<Row> = rows.collect::<rusqlite::Result<_>>()?;
+        let store = self.path.as_path();
+        files
+            .into_par_iter()
+            .filter_map(|(path, hash, language, refs, outline)| {
+                let language = Language::from_name(&language)?;
+                let symbols = decoded(store, hash, outline.as_deref(), crate::outline::decode);
+                Some(symbols.map(|o| crate::graph::GraphFile {
+                    language,
+                    symbols: o.symbols,
                     refs: refs.unwrap_or_default(),
                     path,
-                })
+                }))
             })
-            .collect())
+            .collect()
     }
 
     /// Deletes the view `name` (a removed knowledge base): its files become orphans now,
@@ -1183,7 +1265,8 @@ impl Store {
             None => self.view_counts(view_id)?,
         };
         let symbols = self.count_in_view(
-            "SELECT count(*) FROM view_files v JOIN symbols s ON s.file_hash = v.file_hash WHERE v.view_id = ?1",
+            "SELECT coalesce(sum(f.symbol_count), 0) FROM view_files v
+             JOIN files f ON f.hash = v.file_hash WHERE v.view_id = ?1",
             view_id,
         )?;
         // Every stored version, whichever views reference it (orphans awaiting collection too).
@@ -1216,7 +1299,8 @@ impl Store {
             view_id,
         )?;
         let chunks = self.count_in_view(
-            "SELECT count(*) FROM view_files v JOIN chunks c ON c.file_hash = v.file_hash WHERE v.view_id = ?1",
+            "SELECT coalesce(sum(f.chunk_count), 0) FROM view_files v
+             JOIN files f ON f.hash = v.file_hash WHERE v.view_id = ?1",
             view_id,
         )?;
         let mut stmt = self.conn.prepare_cached(
@@ -1237,6 +1321,30 @@ impl Store {
             languages,
         })
     }
+}
+
+/// A length as SQLite stores it.
+fn count<T>(items: &[T]) -> i64 {
+    i64::try_from(items.len()).unwrap_or(i64::MAX)
+}
+
+fn corrupt_version(path: &Path, file_hash: i64, reason: &str) -> Error {
+    Error::Corrupt {
+        path: path.to_path_buf(),
+        reason: format!("file version {file_hash:x}: {reason}"),
+    }
+}
+
+/// `decode` applied to a version's outline blob, damage reported as a corrupt index.
+fn decoded<T>(
+    path: &Path,
+    file_hash: i64,
+    blob: Option<&[u8]>,
+    decode: impl Fn(&[u8]) -> Result<T, String>,
+) -> Result<T> {
+    let blob =
+        blob.ok_or_else(|| corrupt_version(path, file_hash, "the file version has no outline"))?;
+    decode(blob).map_err(|reason| corrupt_version(path, file_hash, &reason))
 }
 
 /// A view entry as SQLite returns it: id, path, file hash, language, mtime, size.
@@ -1330,14 +1438,17 @@ mod tests {
     /// A database left at schema `version` by the migrations of that time.
     fn database_at(path: &Path, version: i64) -> Connection {
         let conn = Connection::open(path).unwrap();
-        for (i, sql) in MIGRATIONS
+        let mut conn = conn;
+        for (i, migration) in MIGRATIONS
             .iter()
             .enumerate()
             .take(usize::try_from(version).unwrap())
         {
-            conn.execute_batch(sql).unwrap();
-            conn.pragma_update(None, "user_version", i64::try_from(i + 1).unwrap())
+            let tx = conn.transaction().unwrap();
+            migration.apply(&tx).unwrap();
+            tx.pragma_update(None, "user_version", i64::try_from(i + 1).unwrap())
                 .unwrap();
+            tx.commit().unwrap();
         }
         conn
     }
@@ -1384,13 +1495,11 @@ mod tests {
     #[test]
     fn versions_without_references_get_them_on_the_next_publish() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("index.db")).unwrap();
-        let v = python_version("import os\n\ndef f():\n    return os.getcwd()\n");
-        store
-            .publish(DEFAULT_VIEW, &changes(&v, &upsert("a.py", &v), &[]), || {
-                Ok(())
-            })
-            .unwrap();
+        let (mut store, v) = published(
+            dir.path(),
+            "a.py",
+            "import os\n\ndef f():\n    return os.getcwd()\n",
+        );
         let refs_of = |store: &Store| -> Vec<crate::refs::Ref> {
             let files = store.graph_files(DEFAULT_VIEW).unwrap();
             crate::refs::decode(&files[0].refs)
@@ -1455,16 +1564,62 @@ mod tests {
         assert_eq!(store.drop_view("/docs").unwrap(), Some(kb));
         assert_eq!(store.drop_view("/docs").unwrap(), None);
         assert!(store.views().unwrap().iter().all(|(id, _)| *id != kb));
-        let orphaned: Vec<i64> = store
+        let orphaned = hashes(
+            &store,
+            "SELECT hash FROM files WHERE orphaned_at IS NOT NULL",
+        );
+        assert_eq!(orphaned, vec![b.hash], "the shared version stays live");
+        assert_eq!(store.view(DEFAULT_VIEW).unwrap().len(), 1);
+    }
+
+    /// `v`'s chunks as rows of the `chunks` table (schemas 1 to 6), the content inline where
+    /// `inline(ordinal)` says so.
+    fn chunk_rows(conn: &Connection, v: &FileVersion, inline: impl Fn(i64) -> bool) {
+        for (ordinal, c) in (0_i64..).zip(&v.chunks) {
+            conn.execute(
+                "INSERT INTO chunks VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![
+                    v.hash,
+                    ordinal,
+                    c.start_line,
+                    c.end_line,
+                    c.kind.name(),
+                    c.symbol,
+                    c.local_path,
+                    c.names,
+                    c.context,
+                    inline(ordinal).then_some(c.content.as_str()),
+                    c.content_hash
+                ],
+            )
+            .unwrap();
+        }
+    }
+
+    /// The one integer column of every row `sql` returns.
+    fn hashes(store: &Store, sql: &str) -> Vec<i64> {
+        store
             .conn
-            .prepare("SELECT hash FROM files WHERE orphaned_at IS NOT NULL")
+            .prepare(sql)
             .unwrap()
             .query_map([], |r| r.get(0))
             .unwrap()
             .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// A new store in `dir` whose view holds `path` with the Python `text`.
+    fn published(dir: &Path, path: &str, text: &str) -> (Store, FileVersion) {
+        let mut store = Store::open(&dir.join("index.db")).unwrap();
+        let v = python_version(text);
+        store
+            .publish(
+                DEFAULT_VIEW,
+                &changes(&v, &upsert(path, &v), &[]),
+                || Ok(()),
+            )
             .unwrap();
-        assert_eq!(orphaned, vec![b.hash], "the shared version stays live");
-        assert_eq!(store.view(DEFAULT_VIEW).unwrap().len(), 1);
+        (store, v)
     }
 
     fn python_version(text: &str) -> FileVersion {
@@ -1506,14 +1661,16 @@ mod tests {
                 assert_eq!(content.as_deref(), Some(c.content.as_str()));
             }
         }
-        let (texts, inline): (i64, i64) = store
+        let texts: i64 = store
             .conn
-            .query_row(
-                "SELECT (SELECT count(text) FROM files), (SELECT count(content) FROM chunks)",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .query_row("SELECT count(text) FROM files", [], |r| r.get(0))
             .unwrap();
+        let inline = hashes(&store, "SELECT hash FROM files")
+            .iter()
+            .map(|&h| store.outline(h).unwrap().unwrap())
+            .flat_map(|o| o.derived)
+            .filter(|&derived| !derived)
+            .count();
         assert_eq!(texts, 3, "every version keeps its text");
         assert_eq!(
             inline, 0,
@@ -1536,25 +1693,7 @@ mod tests {
                 [old.hash],
             )
             .unwrap();
-            for (ordinal, c) in (0_i64..).zip(&old.chunks) {
-                conn.execute(
-                    "INSERT INTO chunks VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                    params![
-                        old.hash,
-                        ordinal,
-                        c.start_line,
-                        c.end_line,
-                        c.kind.name(),
-                        c.symbol,
-                        c.local_path,
-                        c.names,
-                        c.context,
-                        c.content,
-                        c.content_hash
-                    ],
-                )
-                .unwrap();
-            }
+            chunk_rows(&conn, &old, |_| true);
         }
         let mut store = Store::open(&path).unwrap();
         assert_eq!(store.chunks(old.hash).unwrap(), old.chunks);
@@ -1571,6 +1710,105 @@ mod tests {
             )
             .unwrap();
         assert_eq!(store.chunks(new.hash).unwrap(), new.chunks);
+    }
+
+    /// A database written with chunk and symbol rows (schema 6) reads the same after they
+    /// move into outlines: chunks (stored and derived contents), symbols, counts, pending
+    /// vectors; the old tables are gone.
+    #[test]
+    fn chunk_and_symbol_rows_move_into_outlines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        let text = "class A:\n    def m(self):\n        return 1\n\n\ndef f():\n    pass\n";
+        let v = python_version(text);
+        assert!(v.chunks.len() >= 2 && v.symbols.len() >= 2);
+        {
+            let conn = database_at(&path, 6);
+            conn.execute(
+                "INSERT INTO files (hash, language, size, lines, indexed_at, text)
+                 VALUES (?1, 'python', 1, 7, 0, ?2)",
+                params![v.hash, crate::textblob::compress(text).unwrap()],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO view_files (view_id, path, file_hash, mtime_ns, size)
+                 VALUES (1, 'a.py', ?1, 1, 1)",
+                [v.hash],
+            )
+            .unwrap();
+            // The first chunk keeps its content inline (as versions from schema 1 do).
+            chunk_rows(&conn, &v, |ordinal| ordinal == 0);
+            for s in &v.symbols {
+                conn.execute(
+                    "INSERT INTO symbols (file_hash, name, kind, local_path, start_line, end_line)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![
+                        v.hash,
+                        s.name,
+                        s.kind.name(),
+                        s.local_path,
+                        s.start_line,
+                        s.end_line
+                    ],
+                )
+                .unwrap();
+            }
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(store.chunks(v.hash).unwrap(), v.chunks);
+        let derived = store.outline(v.hash).unwrap().unwrap().derived;
+        assert!(!derived[0] && derived[1..].iter().all(|&d| d));
+        let graph = store.graph_files(DEFAULT_VIEW).unwrap();
+        assert_eq!(graph.len(), 1);
+        assert_eq!(graph[0].symbols, v.symbols);
+        let counts = store.counts(DEFAULT_VIEW, None).unwrap();
+        assert_eq!(
+            (counts.files, counts.chunks, counts.symbols),
+            (1, v.chunks.len() as u64, v.symbols.len() as u64)
+        );
+        let hashes: Vec<i64> = v.chunks.iter().map(|c| c.content_hash).collect();
+        let pending = store.pending_vectors(DEFAULT_VIEW, "m").unwrap();
+        let mut unique = hashes.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(pending.len(), unique.len());
+        assert_eq!(
+            store.chunk_hashes(v.hash).unwrap(),
+            (0_u32..).zip(hashes).collect::<Vec<_>>()
+        );
+        let tables: i64 = store
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name IN ('chunks', 'symbols')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 0);
+    }
+
+    /// A damaged outline is reported as a corrupt index by every reader, never a panic.
+    #[test]
+    fn a_damaged_outline_is_a_corrupt_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, v) = published(dir.path(), "f.py", "def f():\n    return 1\n");
+        for damage in [&b"garbage"[..], &[], &v.outline[..v.outline.len() / 2]] {
+            store
+                .conn
+                .execute(
+                    "UPDATE files SET outline = ?2 WHERE hash = ?1",
+                    params![v.hash, damage],
+                )
+                .unwrap();
+            let corrupt = |r: Result<()>| assert!(matches!(r, Err(Error::Corrupt { .. })), "{r:?}");
+            corrupt(store.chunks(v.hash).map(drop));
+            corrupt(store.chunk_content(v.hash, 0).map(drop));
+            corrupt(store.chunk_hashes(v.hash).map(drop));
+            corrupt(store.pending_vectors(DEFAULT_VIEW, "m").map(drop));
+            corrupt(store.view_chunk_hashes(DEFAULT_VIEW).map(drop));
+            corrupt(store.graph_files(DEFAULT_VIEW).map(drop));
+        }
     }
 
     /// Vectors are stored per model and content hash, as f16; pending work is one chunk per

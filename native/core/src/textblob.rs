@@ -132,6 +132,29 @@ pub(crate) fn zstd_compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     })
 }
 
+/// One zstd frame of exactly `size` bytes, with this thread's decompression context.
+///
+/// # Errors
+///
+/// zstd's message when the frame is damaged or does not hold `size` bytes.
+pub(crate) fn zstd_decompress(frame: &[u8], size: usize) -> Result<Vec<u8>, String> {
+    DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let decompressor = match &mut *slot {
+            Some(d) => d,
+            None => slot.insert(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?),
+        };
+        let mut out = vec![0; size];
+        let written = decompressor
+            .decompress_to_buffer(frame, &mut out[..])
+            .map_err(|e| e.to_string())?;
+        if written != size {
+            return Err(format!("{written} bytes where {size} were expected"));
+        }
+        Ok(out)
+    })
+}
+
 fn decompress_blocks(blob: &[u8], blocks: &[Block]) -> Result<String, String> {
     let total = blocks.iter().map(|b| b.len).sum::<usize>();
     // Lengths come from the blob: a damaged one must not ask for an absurd allocation.
