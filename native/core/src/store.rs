@@ -745,20 +745,23 @@ impl Store {
 
     /// The outline of a file version; `None` when no such version is stored.
     fn outline(&self, file_hash: i64) -> Result<Option<crate::outline::Outline>> {
+        self.outline_read(file_hash, crate::outline::decode)
+    }
+
+    /// `decode` applied to the outline of a file version; `None` when no such version is
+    /// stored.
+    fn outline_read<T>(
+        &self,
+        file_hash: i64,
+        decode: impl Fn(&[u8]) -> Result<T, String>,
+    ) -> Result<Option<T>> {
         let blob: Option<Option<Vec<u8>>> = self
             .conn
             .prepare_cached("SELECT outline FROM files WHERE hash = ?1")?
             .query_row([file_hash], |r| r.get(0))
             .optional()?;
-        blob.map(|blob| {
-            decoded(
-                &self.path,
-                file_hash,
-                blob.as_deref(),
-                crate::outline::decode,
-            )
-        })
-        .transpose()
+        blob.map(|blob| decoded(&self.path, file_hash, blob.as_deref(), decode))
+            .transpose()
     }
 
     /// The chunks of a file version, in order (a chunk's ordinal is its index); none for a
@@ -957,21 +960,8 @@ impl Store {
     /// `(ordinal, content hash)` of each chunk of a file version; none for a version that
     /// is not stored.
     pub fn chunk_hashes(&self, file_hash: i64) -> Result<Vec<(u32, i64)>> {
-        let blob: Option<Option<Vec<u8>>> = self
-            .conn
-            .prepare_cached("SELECT outline FROM files WHERE hash = ?1")?
-            .query_row([file_hash], |r| r.get(0))
-            .optional()?;
-        let Some(blob) = blob else {
-            return Ok(Vec::new());
-        };
-        let hashes = decoded(
-            &self.path,
-            file_hash,
-            blob.as_deref(),
-            crate::outline::content_hashes,
-        )?;
-        Ok((0_u32..).zip(hashes).collect())
+        let hashes = self.outline_read(file_hash, crate::outline::content_hashes)?;
+        Ok((0_u32..).zip(hashes.unwrap_or_default()).collect())
     }
 
     /// `(path id, ordinal, content hash)` of every chunk in the view.
