@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from coderecall import CodeIndex
+import pytest
+
+from coderecall import CodeIndex, IndexCorruptError
 from helpers import SAMPLE_PROJECT, MakeRepo
 
 
@@ -64,6 +67,41 @@ def test_health_reports_damage_and_repair_rebuilds_from_the_store(
     with CodeIndex(root) as index:
         assert index.index(progress=False).chunks_embedded == 0
         assert [h.path for h in index.search("refresh an expired access token")] == expected
+
+
+def test_a_file_version_that_cannot_be_read_back_is_reported_and_repair_drops_it(
+    make_repo: MakeRepo,
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root) as index:
+        index.index(progress=False)
+        assert index.health().ok
+    # SQLite's own checks pass: only the chunks and symbols of one version are garbage.
+    with sqlite3.connect(root / ".git" / "coderecall" / "index.db") as conn:
+        damaged = conn.execute(
+            "UPDATE files SET outline = x'28b52ffd0000' WHERE hash ="
+            " (SELECT file_hash FROM view_files WHERE path = 'src/shop/auth.py')"
+        ).rowcount
+    assert damaged == 1
+
+    checked = cli(root, "health", "--json")
+    assert checked.returncode == 1, checked.stderr
+    problems = json.loads(checked.stdout)["problems"]
+    assert any("1 file versions cannot be read back" in p for p in problems), problems
+    with CodeIndex(root) as index, pytest.raises(IndexCorruptError, match="outline"):
+        index.search("refresh an expired access token", with_content=True)
+    repaired = cli(root, "health", "--repair")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    assert "dropped 1 file versions that could not be read back" in repaired.stdout
+    with CodeIndex(root) as index:
+        # Until the next index the path is simply not in the view.
+        assert all(h.path != "src/shop/auth.py" for h in index.search("access token"))
+        report = index.index(progress=False)
+        assert (report.files_parsed, report.files_unchanged) == (1, len(SAMPLE_PROJECT) - 1)
+        assert index.health().ok
+        hits = index.search("refresh an expired access token", with_content=True)
+        assert hits[0].path == "src/shop/auth.py"
+        assert "def refresh_access_token" in (hits[0].content or "")
 
 
 def test_garbage_is_kept_for_the_grace_period_then_collected(make_repo: MakeRepo) -> None:

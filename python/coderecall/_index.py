@@ -322,14 +322,15 @@ class CodeIndex:
         return f"{name}:{self._root}"
 
     def health(self, repair: bool = False, *, wait: bool | float = True) -> HealthReport:
-        """Check the index: SQLite's own integrity, and the files derived from it (this
-        root's lexical index, the vector graph of the recorded embedding model, temporary
-        files of interrupted writes) against it.
+        """Check the index: SQLite's own integrity, that every stored file version reads
+        back, and the files derived from it (this root's lexical index, the vector graph of
+        the recorded embedding model, temporary files of interrupted writes) against it.
 
         With ``repair``, derived files are rebuilt from SQLite (no embedding provider is
-        called) under the write lease (``wait`` as in :meth:`index`). Damage to SQLite
-        itself is reported, never repaired here: ``index(force=True)`` sets such an index
-        aside and rebuilds it.
+        called) and file versions that cannot be read back are dropped, their paths read
+        again by the next :meth:`index`, under the write lease (``wait`` as in
+        :meth:`index`). Damage to SQLite itself is reported, never repaired here:
+        ``index(force=True)`` sets such an index aside and rebuilds it.
         """
         native = self._open()
         recorded = _recorded_embedding(native)

@@ -1547,11 +1547,28 @@ impl Engine {
         repair: bool,
         #[cfg(feature = "embed")] vectors: Option<(&str, usize, crate::vectors::Quantization)>,
     ) -> Result<Health> {
+        let (problems, unreadable) = {
+            let reader = Self::lock(&self.reader);
+            (reader.check()?, reader.unreadable_versions()?)
+        };
         let mut health = Health {
-            problems: Self::lock(&self.reader).check()?,
+            problems,
             repaired: Vec::new(),
         };
         let database_ok = health.problems.is_empty();
+        if let Some(problem) = Store::unreadable_problem(&unreadable) {
+            health.problems.push(problem);
+            // The worktree holds what was lost: its paths leave the view, to be read again.
+            if repair && database_ok {
+                let hashes: Vec<i64> = unreadable.iter().map(|(hash, _)| *hash).collect();
+                let paths = Self::lock(&self.writer).drop_versions(&hashes)?;
+                health.repaired.push(format!(
+                    "dropped {} file versions that could not be read back; the next index reads \
+                     their {paths} paths again",
+                    hashes.len()
+                ));
+            }
+        }
         if let Some(problem) = self.lexical_problem()? {
             health.problems.push(problem);
             if repair && database_ok {

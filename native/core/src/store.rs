@@ -197,6 +197,9 @@ const MIGRATIONS: &[Migration] = &[
     ),
 ];
 
+/// How long a statement waits for another connection's lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The schema version that moved chunks and symbols into outlines.
 const OUTLINES: i64 = 7;
 
@@ -451,7 +454,7 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        conn.busy_timeout(Duration::from_secs(30))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         let mode: String =
             conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
@@ -506,9 +509,11 @@ impl Store {
         tx.commit()?;
         if (1..OUTLINES).contains(&version) {
             // The chunk and symbol tables just dropped leave 40% of a large index as free
-            // pages. Best effort: with another process reading, VACUUM waits out the busy
-            // timeout and fails, and later writes reuse the pages instead.
+            // pages. Best effort: with another process reading, VACUUM gives up after a
+            // short wait (opening must not stall on it), and later writes reuse the pages.
+            self.conn.busy_timeout(Duration::from_secs(2))?;
             let _ = self.conn.execute_batch("VACUUM");
+            self.conn.busy_timeout(BUSY_TIMEOUT)?;
         }
         Ok(())
     }
@@ -1256,6 +1261,75 @@ impl Store {
         Ok(problems)
     }
 
+    /// [`Self::unreadable_versions`] as one problem line, if there are any.
+    #[must_use]
+    pub fn unreadable_problem(damaged: &[(i64, String)]) -> Option<String> {
+        let (_, first) = damaged.first()?;
+        Some(format!(
+            "database: {} file versions cannot be read back (the first: {first})",
+            damaged.len()
+        ))
+    }
+
+    /// Drops file versions (those [`Self::unreadable_versions`] found) and every path of
+    /// any view that holds them, in one transaction that bumps those views' generations:
+    /// the next index reads the paths again and stores their content anew. Returns how many
+    /// paths left their views.
+    pub fn drop_versions(&mut self, hashes: &[i64]) -> Result<usize> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut paths = 0;
+        {
+            let mut views = tx.prepare(
+                "UPDATE views SET generation = generation + 1
+                 WHERE id IN (SELECT view_id FROM view_files WHERE file_hash = ?1)",
+            )?;
+            let mut leave = tx.prepare("DELETE FROM view_files WHERE file_hash = ?1")?;
+            let mut drop = tx.prepare("DELETE FROM files WHERE hash = ?1")?;
+            for &hash in hashes {
+                views.execute([hash])?;
+                paths += leave.execute([hash])?;
+                drop.execute([hash])?;
+            }
+        }
+        tx.commit()?;
+        Ok(paths)
+    }
+
+    /// Each stored file version that cannot be read back (its text or outline damaged, or
+    /// its counts not those of its outline), with the reason, by hash: SQLite checks pages,
+    /// not the blobs inside them. Decoded in parallel, a few hundred versions at a time.
+    pub fn unreadable_versions(&self) -> Result<Vec<(i64, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT hash, text, outline, chunk_count, symbol_count FROM files")?;
+        let mut rows = stmt.query([])?;
+        let mut batch: Vec<StoredVersion> = Vec::new();
+        let mut damaged: Vec<(i64, String)> = Vec::new();
+        let path = self.path.as_path();
+        let mut flush = |batch: &mut Vec<StoredVersion>| {
+            damaged.par_extend(batch.par_drain(..).filter_map(|v| {
+                let reason = v.problem(path).err()?;
+                Some((v.hash, reason))
+            }));
+        };
+        while let Some(r) = rows.next()? {
+            batch.push(StoredVersion {
+                hash: r.get(0)?,
+                text: r.get(1)?,
+                outline: r.get(2)?,
+                counts: (r.get(3)?, r.get(4)?),
+            });
+            if batch.len() >= 256 {
+                flush(&mut batch);
+            }
+        }
+        flush(&mut batch);
+        damaged.sort_unstable();
+        Ok(damaged)
+    }
+
     /// The counts of the view and of everything stored; `view`, when the caller already knows
     /// them (the lexical index mirrors the view), spares counting every chunk of the view.
     pub fn counts(&self, view_id: i64, view: Option<ViewCounts>) -> Result<StoreCounts> {
@@ -1319,6 +1393,46 @@ impl Store {
             chunks,
             languages,
         })
+    }
+}
+
+/// A file version's row as [`Store::unreadable_versions`] reads it.
+struct StoredVersion {
+    hash: i64,
+    text: Option<Vec<u8>>,
+    outline: Option<Vec<u8>>,
+    counts: (i64, i64),
+}
+
+impl StoredVersion {
+    /// Reads the version back as every reader would; the reason it cannot be, if any.
+    fn problem(&self, path: &Path) -> std::result::Result<(), String> {
+        let corrupt = |e: Error| e.to_string();
+        let outline = decoded(
+            path,
+            self.hash,
+            self.outline.as_deref(),
+            crate::outline::decode,
+        )
+        .map_err(corrupt)?;
+        let found = (count(&outline.chunks), count(&outline.symbols));
+        if found != self.counts {
+            return Err(format!(
+                "file version {:x}: its outline holds {} chunks and {} symbols, its row says {} and {}",
+                self.hash, found.0, found.1, self.counts.0, self.counts.1
+            ));
+        }
+        match &self.text {
+            Some(blob) => crate::textblob::text(blob)
+                .map(drop)
+                .map_err(|reason| corrupt(corrupt_version(path, self.hash, &reason))),
+            None if outline.derived.iter().any(|&d| d) => Err(corrupt(corrupt_version(
+                path,
+                self.hash,
+                "chunks are cut from a text that is not stored",
+            ))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -1812,7 +1926,61 @@ mod tests {
             corrupt(store.pending_vectors(DEFAULT_VIEW, "m").map(drop));
             corrupt(store.view_chunk_hashes(DEFAULT_VIEW).map(drop));
             corrupt(store.graph_files(DEFAULT_VIEW).map(drop));
+            let damaged = store.unreadable_versions().unwrap();
+            assert_eq!(damaged.len(), 1);
+            assert_eq!(damaged[0].0, v.hash);
+            let problem = Store::unreadable_problem(&damaged).unwrap();
+            assert!(
+                problem.contains("1 file versions cannot be read back"),
+                "{problem}"
+            );
+            assert!(
+                store.check().unwrap().is_empty(),
+                "SQLite's own checks pass"
+            );
         }
+        store
+            .conn
+            .execute(
+                "UPDATE files SET outline = ?2 WHERE hash = ?1",
+                params![v.hash, v.outline],
+            )
+            .unwrap();
+        assert!(store.unreadable_versions().unwrap().is_empty());
+        // The counts beside the outline, and the text the chunks are cut from, are checked too.
+        let damage = [
+            "UPDATE files SET chunk_count = chunk_count + 1",
+            "UPDATE files SET text = x'00112233'",
+            "UPDATE files SET text = NULL",
+        ];
+        for sql in damage {
+            let tx = store.conn.unchecked_transaction().unwrap();
+            tx.execute(sql, []).unwrap();
+            let damaged = store.unreadable_versions().unwrap();
+            assert!(damaged.len() == 1, "{sql}: {damaged:?}");
+            tx.rollback().unwrap();
+        }
+        assert!(store.unreadable_versions().unwrap().is_empty());
+        // Dropped, the version and its path are gone, the view's generation moves on, and
+        // SQLite's checks (foreign keys included) still pass.
+        let mut store = store;
+        store
+            .conn
+            .execute("UPDATE files SET outline = x'00' WHERE hash = ?1", [v.hash])
+            .unwrap();
+        let generation = store.generation(DEFAULT_VIEW).unwrap();
+        let hashes: Vec<i64> = store
+            .unreadable_versions()
+            .unwrap()
+            .into_iter()
+            .map(|d| d.0)
+            .collect();
+        assert_eq!(store.drop_versions(&hashes).unwrap(), 1);
+        assert!(store.view(DEFAULT_VIEW).unwrap().is_empty());
+        assert!(store.known_hashes(&[v.hash]).unwrap().is_empty());
+        assert_eq!(store.generation(DEFAULT_VIEW).unwrap(), generation + 1);
+        assert!(store.check().unwrap().is_empty());
+        assert!(store.unreadable_versions().unwrap().is_empty());
     }
 
     /// Vectors are stored per model and content hash, as f16; pending work is one chunk per
