@@ -146,7 +146,8 @@ def _parser() -> argparse.ArgumentParser:
     health.add_argument(
         "--repair",
         action="store_true",
-        help="rebuild derived files (lexical index, vector graph) from the database",
+        help="rebuild derived files (lexical index, vector graph) from the database and drop "
+        "unreadable file versions (the next index reads those files again)",
     )
     _common(health)
     health.set_defaults(command=_health)

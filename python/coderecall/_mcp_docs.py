@@ -60,10 +60,11 @@ language, its size on disk, when it was last updated and what that run did. Chea
 check that the codebase is indexed or to explain a surprising search result."""
 
 HEALTH_DOC = """\
-Check the index for damage: the database's integrity and the derived files (lexical index,
-vector graph) against it. Returns JSON `{"health": {"ok": ..., "problems": [...],
-"repaired": [...]}}`. With repair=true the derived files are rebuilt from the database. Use
-it when searches fail or look wrong."""
+Check the index for damage: the database's integrity, that every stored file version reads
+back, and the derived files (lexical index, vector graph) against it. Returns JSON
+`{"health": {"ok": ..., "problems": [...], "repaired": [...]}}`. With repair=true the
+derived files are rebuilt from the database and unreadable file versions are dropped (the
+next index reads those files again). Use it when searches fail or look wrong."""
 
 
 CONTEXT_DOC = """\
