@@ -88,7 +88,7 @@ def test_a_file_version_that_cannot_be_read_back_is_reported_and_repair_drops_it
     assert checked.returncode == 1, checked.stderr
     problems = json.loads(checked.stdout)["problems"]
     assert any("1 file versions cannot be read back" in p for p in problems), problems
-    with CodeIndex(root) as index, pytest.raises(IndexCorruptError, match="outline"):
+    with CodeIndex(root) as index, pytest.raises(IndexCorruptError, match="health --repair"):
         index.search("refresh an expired access token", with_content=True)
     repaired = cli(root, "health", "--repair")
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr

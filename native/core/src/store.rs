@@ -1441,10 +1441,15 @@ fn count<T>(items: &[T]) -> i64 {
     i64::try_from(items.len()).unwrap_or(i64::MAX)
 }
 
+/// A file version that cannot be read back, with the way out: re-indexing would not parse
+/// content it already knows, so the version must be dropped first.
 fn corrupt_version(path: &Path, file_hash: i64, reason: &str) -> Error {
     Error::Corrupt {
         path: path.to_path_buf(),
-        reason: format!("file version {file_hash:x}: {reason}"),
+        reason: format!(
+            "file version {file_hash:x}: {reason} (`coderecall health --repair` drops it; the \
+             next index reads its files again)"
+        ),
     }
 }
 
