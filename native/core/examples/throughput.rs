@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use coderecall_core::analyzer::for_each_token;
-use coderecall_core::chunk::chunk_file;
+use coderecall_core::chunk::{MAX_DEFINITION_DEPTH, chunk_file};
 use coderecall_core::lang::Language;
 use rayon::prelude::*;
 use tree_sitter::StreamingIterator;
@@ -114,7 +114,7 @@ fn main() {
             }
             start.elapsed().as_secs_f64()
         };
-        let defs = run(lang.definitions_query(), Some(12));
+        let defs = run(lang.definitions_query(), Some(MAX_DEFINITION_DEPTH));
         let refs = run(lang.references_query(), None);
         let e = phases.entry(lang.name()).or_default();
         e[0] += text.len() as f64 / 1e6;

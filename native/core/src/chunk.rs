@@ -35,7 +35,7 @@ const MATCH_LIMIT: u32 = 1 << 16;
 /// Definitions start at most this deep in the syntax tree (a method in a class in a
 /// namespace is about 6 levels down); not descending into deep expression trees roughly
 /// halves the query's cost. Anything deeper stays inside its enclosing unit's chunk.
-const MAX_DEFINITION_DEPTH: u32 = 12;
+pub const MAX_DEFINITION_DEPTH: u32 = 12;
 /// Context lines are capped so deeply nested or very long signatures cannot bloat every chunk.
 const CONTEXT_LINE_CHARS: usize = 200;
 /// Glue this small (a closing brace, a bare header) never stands alone.

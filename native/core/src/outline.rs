@@ -149,15 +149,7 @@ pub fn content_hashes(blob: &[u8]) -> Result<Vec<i64>, String> {
 }
 
 fn decompress(blob: &[u8]) -> Result<Vec<u8>, String> {
-    let size = zstd::zstd_safe::get_frame_content_size(blob)
-        .ok()
-        .flatten()
-        .ok_or("outline: not a zstd frame with its size")?;
-    let size = usize::try_from(size)
-        .ok()
-        .filter(|&s| s <= MAX_OUTLINE_BYTES)
-        .ok_or_else(|| format!("outline: implausible size {size}"))?;
-    crate::textblob::zstd_decompress(blob, size).map_err(|e| format!("outline: {e}"))
+    crate::textblob::zstd_decompress(blob, MAX_OUTLINE_BYTES).map_err(|e| format!("outline: {e}"))
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {

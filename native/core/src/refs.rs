@@ -305,6 +305,9 @@ fn split_qualified(text: &str) -> (String, String) {
     }
 }
 
+/// The most a file's encoded references may claim to hold ([`MAX_REFS`] long lines).
+const MAX_ENCODED_BYTES: usize = 64 << 20;
+
 /// Serialises references for the store: one tab-separated line per reference.
 #[must_use]
 pub fn encode(refs: &[Ref]) -> Vec<u8> {
@@ -328,7 +331,7 @@ pub fn decode(blob: &[u8]) -> Vec<Ref> {
     if blob.is_empty() {
         return Vec::new();
     }
-    let Ok(raw) = zstd::stream::decode_all(blob) else {
+    let Ok(raw) = crate::textblob::zstd_decompress(blob, MAX_ENCODED_BYTES) else {
         return Vec::new();
     };
     let text = String::from_utf8_lossy(&raw);

@@ -132,18 +132,37 @@ pub(crate) fn zstd_compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     })
 }
 
-/// One zstd frame of exactly `size` bytes, with this thread's decompression context.
-///
-/// # Errors
-///
-/// zstd's message when the frame is damaged or does not hold `size` bytes.
-pub(crate) fn zstd_decompress(frame: &[u8], size: usize) -> Result<Vec<u8>, String> {
+/// `f` with this thread's decompression context.
+fn with_decompressor<T>(
+    f: impl FnOnce(&mut zstd::bulk::Decompressor<'static>) -> Result<T, String>,
+) -> Result<T, String> {
     DECOMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         let decompressor = match &mut *slot {
             Some(d) => d,
             None => slot.insert(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?),
         };
+        f(decompressor)
+    })
+}
+
+/// One zstd frame written by [`zstd_compress`], which records its size: exactly that many
+/// bytes, refused when the size is missing or above `max` (damage must not ask for an absurd
+/// allocation).
+///
+/// # Errors
+///
+/// What is wrong with the frame.
+pub(crate) fn zstd_decompress(frame: &[u8], max: usize) -> Result<Vec<u8>, String> {
+    let size = zstd::zstd_safe::get_frame_content_size(frame)
+        .ok()
+        .flatten()
+        .ok_or("not a zstd frame with its size")?;
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|&s| s <= max)
+        .ok_or_else(|| format!("implausible size {size}"))?;
+    with_decompressor(|decompressor| {
         let mut out = vec![0; size];
         let written = decompressor
             .decompress_to_buffer(frame, &mut out[..])
@@ -162,12 +181,7 @@ fn decompress_blocks(blob: &[u8], blocks: &[Block]) -> Result<String, String> {
         return Err(format!("stored text: implausible length {total}"));
     }
     let mut out = vec![0u8; total];
-    DECOMPRESSOR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let decompressor = match &mut *slot {
-            Some(d) => d,
-            None => slot.insert(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?),
-        };
+    with_decompressor(|decompressor| {
         let mut at = 0;
         for b in blocks {
             let written = decompressor
