@@ -46,6 +46,8 @@ from benches.quality.queries import (
 from benches.quality.report import ProjectInfo, Record, markdown, to_json
 from coderecall import CodeIndex, load_embedder
 from coderecall import Error as CoderecallError
+from coderecall._embedding import local_model_id
+from coderecall._models import describe
 
 SEED = 20240601
 CAP = 60
@@ -241,7 +243,10 @@ def run_project(
         for model in args.model:
             embedder = load_embedder(model)
             label = f"coderecall+{embedder.kind}"
-            native.set_embedder(embedder, str(embedder.path))
+            assert embedder.path is not None  # a local model
+            # Named by the model's files, not its path: a model distilled again into the same
+            # folder must not reuse the cached copy's old vectors.
+            native.set_embedder(embedder, local_model_id(describe(embedder.path), embedder.dims))
             started = time.perf_counter()
             embedded = native.embed_pending()
             log(
