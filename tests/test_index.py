@@ -157,9 +157,47 @@ def test_limit_per_file_and_content(project: Path) -> None:
     with CodeIndex(project, {"per_file": 1}) as index:
         hits = index.search("token", limit=3, with_content=False)
     assert 0 < len(hits) <= 3
-    assert len({hit.path for hit in hits}) == len(hits)
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
     assert all(hit.content is None for hit in hits)
     assert hits[0].to_dict()["content"] is None
+
+
+def _function(name: str, mentions: int) -> str:
+    """A Python function big enough to be a chunk of its own, saying "reticulate spline"
+    ``mentions`` times among filler no query here asks for."""
+    filler = "".join(
+        f"    total_{k} = combine(total_{k - 1}, weight_{k}, bias)\n" for k in range(1, 15)
+    )
+    said = "".join("    spline.reticulate(spline)\n" for _ in range(mentions))
+    return f"def {name}(spline, total_0, bias):\n{said}{filler}    return total_14\n\n\n"
+
+
+def test_per_file_is_a_soft_cap(make_repo: MakeRepo) -> None:
+    """Past ``per_file`` a file's results are lowered, not dropped: a near tie goes to
+    another file, a file that outscores the rest by far still shows all it has."""
+    root = make_repo(
+        {
+            "a.py": "".join(_function(f"alpha_{n}", 1) for n in range(3)),
+            "b.py": "".join(_function(f"beta_{n}", 1) for n in range(3)),
+        }
+    )
+    with CodeIndex(root, {"per_file": 2, "embedding": {"provider": "none"}}) as index:
+        hits = index.search("reticulate the spline", limit=3)
+    assert sorted(hit.path for hit in hits) in (["a.py", "a.py", "b.py"], ["a.py", "b.py", "b.py"])
+
+    root = make_repo(
+        {
+            "dominant.py": "".join(_function(f"gamma_{n}", 6) for n in range(6)),
+            "weak.py": _function("delta", 1),
+        },
+        name="dominant",
+    )
+    with CodeIndex(root, {"per_file": 2, "embedding": {"provider": "none"}}) as index:
+        hits = index.search("reticulate the spline", limit=10)
+    paths = [hit.path for hit in hits]
+    # A hard cap would have shown two; the third still outranks the weak file's match.
+    assert paths[:3] == ["dominant.py"] * 3
+    assert sorted(paths) == ["dominant.py"] * 6 + ["weak.py"]
 
 
 def test_search_builds_a_missing_index(project: Path) -> None:

@@ -311,8 +311,9 @@ def evaluate(
     return records
 
 
-#: Ranking rules that add a share of a score rather than multiply it: 0 turns them off.
-ADDITIVE = frozenset({"neighbours"})
+#: Ranking rules that 0 turns off: the additive neighbours' share, and the per-file cap's
+#: overflow factor (0: the cap drops what lies past it).
+OFF_AT_ZERO = frozenset({"neighbours", "per_file_overflow"})
 
 
 def run_ablations(
@@ -322,7 +323,7 @@ def run_ablations(
     ablations: Sequence[str],
     notes: list[str],
 ) -> list[Record]:
-    """Rows of coderecall with ranking rules disabled (a factor set to 1.0, a share to 0).
+    """Rows of coderecall with ranking rules disabled (a factor set to 1.0; see OFF_AT_ZERO).
 
     The weights live in the native core; ``set_weights`` changes them for this handle only
     and the originals are restored afterwards.
@@ -343,7 +344,7 @@ def run_ablations(
         unknown = [rule for rule in rules if rule not in base]
         if unknown:
             raise BenchError(f"unknown ranking rule {unknown[0]!r}; known: {', '.join(base)}")
-        set_weights({**base, **{rule: 0.0 if rule in ADDITIVE else 1.0 for rule in rules}})
+        set_weights({**base, **{rule: 0.0 if rule in OFF_AT_ZERO else 1.0 for rule in rules}})
         try:
             records += evaluate(f"coderecall -{spec}", search, queries)
         finally:

@@ -23,7 +23,10 @@ key                    type         default    meaning
 ``respect-gitignore``  bool         ``true``   honour ``.gitignore`` files and
                                                ``.git/info/exclude``
 ``limit``              int >= 1     ``10``     default number of search results
-``per-file``           int >= 1     ``4``      at most this many results from one file
+``per-file``           int >= 1     ``4``      results of one file past this many rank
+                                               lower (a fifth lower each), so they show
+                                               only when they outscore other files by that
+                                               much
 ``gc-grace``           duration     ``7d``     file versions, chunks and vectors no view has
                                                used for this long are deleted
 ``watch-debounce``     duration     ``300ms``  quiet time a watcher waits for before it

@@ -292,6 +292,21 @@ fn path_id_of(key: u64) -> u32 {
     u32::try_from(key >> 32).unwrap_or(u32::MAX)
 }
 
+/// The request's results: its per-file cap applied to scored chunk keys, best first.
+fn per_file_cap(
+    scored: Vec<(f32, (u64, Channels))>,
+    req: &SearchRequest,
+    weights: &Weights,
+) -> Vec<(f32, (u64, Channels))> {
+    diversify(
+        scored,
+        |(key, _)| path_id_of(*key),
+        req.per_file,
+        weights.per_file_overflow,
+        req.limit,
+    )
+}
+
 fn ordinal_of(key: u64) -> u32 {
     u32::try_from(key & 0xffff_ffff).unwrap_or(u32::MAX)
 }
@@ -1097,7 +1112,7 @@ impl Engine {
                 weights.neighbours,
             );
         }
-        let ranked = diversify(scored, |(key, _)| path_id_of(*key), req.per_file, req.limit);
+        let ranked = per_file_cap(scored, req, &weights);
         self.hits(lx, ranked, req.with_content)
     }
 
@@ -1368,6 +1383,7 @@ impl Engine {
     /// store and model errors.
     pub fn similar(&self, to: SimilarTo<'_>, req: &SearchRequest) -> Result<Vec<Hit>> {
         self.refresh()?;
+        let weights = self.weights();
         #[cfg(feature = "embed")]
         self.sync_semantic()?;
         let lexical = self
@@ -1411,8 +1427,7 @@ impl Engine {
                     .into_iter()
                     .map(|(key, similarity)| (similarity, (key, semantic_only)))
                     .collect();
-                let ranked =
-                    diversify(scored, |(key, _)| path_id_of(*key), req.per_file, req.limit);
+                let ranked = per_file_cap(scored, req, &weights);
                 return self.hits(lx, ranked, req.with_content);
             }
         }
@@ -1424,7 +1439,7 @@ impl Engine {
             .into_iter()
             .map(|(key, score)| (score, (key, Channels::LEXICAL)))
             .collect();
-        let ranked = diversify(scored, |(key, _)| path_id_of(*key), req.per_file, req.limit);
+        let ranked = per_file_cap(scored, req, &weights);
         self.hits(lx, ranked, req.with_content)
     }
 

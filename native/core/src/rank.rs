@@ -261,6 +261,9 @@ pub struct Weights {
     /// Share of its better neighbour's score that a chunk inherits, for plain-language
     /// queries (additive: 0 turns it off).
     pub neighbours: f32,
+    /// Factor for each result of a file past the per-file cap, compounded (0: the cap
+    /// drops them).
+    pub per_file_overflow: f32,
 }
 
 impl Default for Weights {
@@ -280,13 +283,14 @@ impl Default for Weights {
             generated: 0.4,
             docs: 0.6,
             neighbours: 0.3,
+            per_file_overflow: 0.8,
         }
     }
 }
 
 impl Weights {
     /// Names of the factors, as used by [`Weights::get`] and [`Weights::set`].
-    pub const NAMES: [&'static str; 14] = [
+    pub const NAMES: [&'static str; 15] = [
         "exact_symbol",
         "exact_qualified",
         "exact_name",
@@ -301,6 +305,7 @@ impl Weights {
         "generated",
         "docs",
         "neighbours",
+        "per_file_overflow",
     ];
 
     fn slot(&mut self, name: &str) -> Option<&mut f32> {
@@ -319,6 +324,7 @@ impl Weights {
             "generated" => &mut self.generated,
             "docs" => &mut self.docs,
             "neighbours" => &mut self.neighbours,
+            "per_file_overflow" => &mut self.per_file_overflow,
             _ => return None,
         })
     }
@@ -522,29 +528,44 @@ pub fn inherit_from_neighbours<T>(
     }
 }
 
-/// Keeps at most `per_file` results per file (0 = no cap), best first, then the top `limit`.
+/// The top `limit`, best first, with each file's results past its `per_file`-th (0 = no
+/// cap) scaled by `overflow` once more for each one (`overflow` 0: dropped).
+///
+/// A soft cap: one file cannot crowd out the rest on a near tie, yet a file whose chunks all
+/// outscore the others by far still shows them, as when the query describes one of many
+/// similar methods of a large file.
 #[must_use]
 pub fn diversify<T, K: std::hash::Hash + Eq>(
     mut ranked: Vec<(f32, T)>,
     file_of: impl Fn(&T) -> K,
     per_file: usize,
+    overflow: f32,
     limit: usize,
 ) -> Vec<(f32, T)> {
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let mut per_path: HashMap<K, usize> = HashMap::new();
-    let mut out = Vec::with_capacity(limit);
-    for (s, item) in ranked {
-        if out.len() >= limit {
-            break;
-        }
-        let seen = per_path.entry(file_of(&item)).or_default();
-        if per_file > 0 && *seen >= per_file {
-            continue;
-        }
-        *seen += 1;
-        out.push((s, item));
+    if per_file == 0 {
+        ranked.truncate(limit);
+        return ranked;
     }
-    out
+    let mut per_path: HashMap<K, usize> = HashMap::new();
+    ranked.retain_mut(|(s, item)| {
+        let seen = per_path.entry(file_of(item)).or_default();
+        *seen += 1;
+        let past = seen.saturating_sub(per_file);
+        if past > 0 {
+            if overflow <= 0.0 {
+                return false;
+            }
+            // Lowered whatever its sign: a cosine can be below zero.
+            let factor = overflow.powi(i32::try_from(past).unwrap_or(i32::MAX));
+            *s -= s.abs() * (1.0 - factor);
+        }
+        true
+    });
+    // Scaled scores still fall within each file, so one stable sort settles the order.
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+    ranked.truncate(limit);
+    ranked
 }
 
 #[cfg(test)]
@@ -779,7 +800,38 @@ mod tests {
     #[test]
     fn diversify_caps_results_per_file() {
         let ranked = vec![(3.0, "a"), (2.5, "a"), (2.0, "a"), (1.0, "b")];
-        let out = diversify(ranked, |p| *p, 2, 10);
+        let out = diversify(ranked, |p| *p, 2, 0.0, 10);
         assert_eq!(out.iter().map(|x| x.1).collect::<Vec<_>>(), ["a", "a", "b"]);
+    }
+
+    #[test]
+    fn diversify_lowers_a_files_results_past_the_cap() {
+        let ranked = vec![
+            (1.5, "b"),
+            (2.0, "a"),
+            (10.0, "a"),
+            (1.75, "a"),
+            (-0.5, "a"),
+            (9.0, "a"),
+        ];
+        let out = diversify(ranked, |p| *p, 2, 0.5, 10);
+        let got: Vec<_> = out.iter().map(|&(s, p)| (p, s)).collect();
+        // The third "a" (2.0) is halved below "b"; the fourth (1.75) quartered; the fifth,
+        // below zero, falls further.
+        assert_eq!(
+            got,
+            [
+                ("a", 10.0),
+                ("a", 9.0),
+                ("b", 1.5),
+                ("a", 1.0),
+                ("a", 0.4375),
+                ("a", -0.5 - 0.5 * 0.875)
+            ]
+        );
+        // No cap, and a limit.
+        let ranked = vec![(1.0, "a"), (3.0, "a"), (2.0, "a")];
+        let out = diversify(ranked, |p| *p, 0, 0.0, 2);
+        assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), [3.0, 2.0]);
     }
 }
