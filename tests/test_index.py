@@ -162,28 +162,30 @@ def test_limit_per_file_and_content(project: Path) -> None:
     assert hits[0].to_dict()["content"] is None
 
 
-def _function(name: str, mentions: int) -> str:
+def _function(name: str, mentions: int, filler: int = 14) -> str:
     """A Python function big enough to be a chunk of its own, saying "reticulate spline"
-    ``mentions`` times among filler no query here asks for."""
-    filler = "".join(
-        f"    total_{k} = combine(total_{k - 1}, weight_{k}, bias)\n" for k in range(1, 15)
+    ``mentions`` times among ``filler`` lines no query here asks for."""
+    body = "".join(
+        f"    total_{k} = combine(total_{k - 1}, weight_{k}, bias)\n" for k in range(1, filler + 1)
     )
     said = "".join("    spline.reticulate(spline)\n" for _ in range(mentions))
-    return f"def {name}(spline, total_0, bias):\n{said}{filler}    return total_14\n\n\n"
+    return f"def {name}(spline, total_0, bias):\n{said}{body}    return total_{filler}\n\n\n"
 
 
 def test_per_file_is_a_soft_cap(make_repo: MakeRepo) -> None:
     """Past ``per_file`` a file's results are lowered, not dropped: a near tie goes to
     another file, a file that outscores the rest by far still shows all it has."""
+    # b.py's chunks are a little longer, so a.py's score a little higher: a near tie.
     root = make_repo(
         {
-            "a.py": "".join(_function(f"alpha_{n}", 1) for n in range(3)),
-            "b.py": "".join(_function(f"beta_{n}", 1) for n in range(3)),
+            "a.py": "".join(_function(f"alpha_{n}", 2) for n in range(3)),
+            "b.py": "".join(_function(f"beta_{n}", 2, filler=18) for n in range(3)),
         }
     )
-    with CodeIndex(root, {"per_file": 2, "embedding": {"provider": "none"}}) as index:
-        hits = index.search("reticulate the spline", limit=3)
-    assert sorted(hit.path for hit in hits) in (["a.py", "a.py", "b.py"], ["a.py", "b.py", "b.py"])
+    for per_file, expected in ((3, ["a.py"] * 3), (2, ["a.py", "a.py", "b.py"])):
+        with CodeIndex(root, {"per_file": per_file, "embedding": {"provider": "none"}}) as index:
+            hits = index.search("reticulate the spline", limit=3)
+        assert [hit.path for hit in hits] == expected, per_file
 
     root = make_repo(
         {
