@@ -8,7 +8,14 @@ import textwrap
 
 import pytest
 from benches.quality.baselines import BM25Windows
-from benches.quality.metrics import Outcome, chunk_rank, file_rank, scores, summarize
+from benches.quality.metrics import (
+    Outcome,
+    chunk_rank,
+    file_rank,
+    result_lines,
+    scores,
+    summarize,
+)
 from benches.quality.queries import (
     DOC,
     SourceFile,
@@ -58,6 +65,15 @@ def test_summary_is_a_mean_over_queries() -> None:
     assert summary.file["R@1"] == pytest.approx(2 / 3)
     assert summary.median_ms == pytest.approx(2.0)
     assert summarize([Outcome(None, 1, 0.0, chunk_level=False)]).chunk is None
+
+
+def test_result_lines_measure_what_a_hit_costs_to_read() -> None:
+    hits = [("a.py", 1, 10), ("b.py", 5, 5), *[("c.py", 1, 100)] * 9]
+    assert result_lines(hits) == pytest.approx((10 + 1 + 8 * 100) / 10)  # the first 10 only
+    assert result_lines([]) is None
+    summary = summarize([Outcome(1, 1, 0.0, lines=10.0), Outcome(None, 1, 0.0, lines=None)])
+    assert summary.lines == pytest.approx(10.0)  # a query without results has no size
+    assert summarize([Outcome(None, 1, 0.0, chunk_level=False, lines=None)]).lines is None
 
 
 def test_split_alternates_sorted_projects() -> None:

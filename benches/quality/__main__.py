@@ -31,7 +31,7 @@ from benches.quality.baselines import (
     ripgrep,
     ripgrep_search,
 )
-from benches.quality.metrics import Outcome, chunk_rank, file_rank
+from benches.quality.metrics import Outcome, chunk_rank, file_rank, result_lines
 from benches.quality.queries import (
     DOC,
     FAMILIES,
@@ -86,6 +86,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="MODEL",
         help="embedding model (folder or cached name): one hybrid row per model (repeatable)",
     )
+    parser.add_argument(
+        "--fusion",
+        default="",
+        metavar="W[,W...]",
+        help="semantic weights for the --model rows, one row each (default: the engine's own)",
+    )
     parser.add_argument("--cap", type=int, help=f"queries per project and family ({CAP})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"sampling seed ({SEED})")
     parser.add_argument("--cache", type=Path, help="cache folder for corpora and copies")
@@ -94,6 +100,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.cap = QUICK_CAP if args.quick else CAP
     if args.cap < 1:
         parser.error("--cap must be at least 1")
+    try:
+        args.fusion = [float(w) for w in args.fusion.split(",") if w.strip()]
+    except ValueError:
+        parser.error("--fusion takes comma-separated numbers")
+    if any(not 0.0 <= w <= 1.0 for w in args.fusion):
+        parser.error("--fusion weights lie between 0 and 1")
     return args
 
 
@@ -213,7 +225,9 @@ def run_project(
     config = {"index_dir": work / "index", "embedding": {"provider": "none"}}
     with CodeIndex(tree, config, force=True) as index:
         started = time.perf_counter()
-        index.index(force=True, progress=False)  # fresh chunks even if the core changed
+        # Every file is read again, but content the index already holds keeps its chunks (and
+        # vectors): after a change to the chunker, delete <cache>/quality/*/index.
+        index.index(force=True, progress=False)
         info.index_seconds = time.perf_counter() - started
         native = index._open()
         indexed = {p for p, (_, _, reason) in native.file_stats().items() if reason is None}
@@ -246,15 +260,20 @@ def run_project(
             assert embedder.path is not None  # a local model
             # Named by the model's files, not its path: a model distilled again into the same
             # folder must not reuse the cached copy's old vectors.
-            native.set_embedder(embedder, local_model_id(describe(embedder.path), embedder.dims))
+            model_id = local_model_id(describe(embedder.path), embedder.dims)
+            native.set_embedder(embedder, model_id)
             started = time.perf_counter()
             embedded = native.embed_pending()
             log(
                 f"[{name}] {label}: {embedded} chunks embedded in "
                 f"{time.perf_counter() - started:.1f} s"
             )
-            coderecall("warm up")
-            records += evaluate(label, coderecall, kept)
+            for weight in args.fusion or [None]:
+                if weight is not None:
+                    native.set_embedder(embedder, model_id, weight=weight)
+                row = label if weight is None else f"{label} w={weight:g}"
+                coderecall("warm up")
+                records += evaluate(row, coderecall, kept)
 
     started = time.perf_counter()
     bm25 = build_bm25(tree, indexed)
@@ -306,6 +325,7 @@ def evaluate(
             file_rank(hits, query.path),
             seconds,
             chunk_level,
+            result_lines(hits) if chunk_level else None,
         )
         records.append(Record(system, query, outcome))
     return records

@@ -40,6 +40,13 @@ def file_rank(hits: Sequence[Hit], path: str) -> int | None:
     return None
 
 
+def result_lines(hits: Sequence[Hit], cutoff: int = CUTOFF) -> float | None:
+    """Mean lines of the first ``cutoff`` hits: how much code a chunk-level hit costs to read,
+    so systems whose results differ in size compare fairly (``None`` without hits)."""
+    top = hits[:cutoff]
+    return sum(end - start + 1 for _, start, end in top) / len(top) if top else None
+
+
 def scores(rank: int | None, cutoff: int = CUTOFF) -> dict[str, float]:
     """The metrics of one query whose target sits at ``rank`` (``None``: not found)."""
     found = rank is not None and rank <= cutoff
@@ -60,6 +67,8 @@ class Outcome:
     file: int | None
     seconds: float
     chunk_level: bool = True
+    lines: float | None = None
+    """Mean lines of the first results (see :func:`result_lines`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +78,8 @@ class Summary:
     """Mean metrics at chunk level; ``None`` for file-only systems."""
     file: dict[str, float]
     median_ms: float
+    lines: float | None = None
+    """Mean over queries of :attr:`Outcome.lines`; ``None`` for file-only systems."""
 
 
 def summarize(outcomes: Sequence[Outcome]) -> Summary:
@@ -81,9 +92,11 @@ def summarize(outcomes: Sequence[Outcome]) -> Summary:
         return {name: sum(row[name] for row in rows) / len(rows) for name in METRICS}
 
     chunk_level = all(outcome.chunk_level for outcome in outcomes)
+    sizes = [o.lines for o in outcomes if o.lines is not None]
     return Summary(
         len(outcomes),
         mean([o.chunk for o in outcomes]) if chunk_level else None,
         mean([o.file for o in outcomes]),
         statistics.median(o.seconds for o in outcomes) * 1000,
+        statistics.fmean(sizes) if chunk_level and sizes else None,
     )

@@ -56,13 +56,17 @@ def _fmt(value: float) -> str:
 
 def _table(header: Sequence[str], rows: dict[tuple[str, ...], Summary]) -> list[str]:
     names = [*header, "n", *(f"chunk {m}" for m in METRICS), *(f"file {m}" for m in METRICS)]
-    out = ["| " + " | ".join([*names, "p50 ms"]) + " |", "|" + " --- |" * (len(names) + 1)]
+    out = [
+        "| " + " | ".join([*names, "lines", "p50 ms"]) + " |",
+        "|" + " --- |" * (len(names) + 2),
+    ]
     for raw in sorted(rows, key=_order):
         summary = rows[raw]
         key = [FAMILY_NAMES.get(part, part) for part in raw]
         chunk = [_fmt(summary.chunk[m]) for m in METRICS] if summary.chunk else ["-"] * 5
         cells = [*key, str(summary.queries), *chunk, *(_fmt(summary.file[m]) for m in METRICS)]
-        out.append("| " + " | ".join([*cells, f"{summary.median_ms:.2f}"]) + " |")
+        size = "-" if summary.lines is None else f"{summary.lines:.1f}"
+        out.append("| " + " | ".join([*cells, size, f"{summary.median_ms:.2f}"]) + " |")
     return out
 
 
@@ -139,6 +143,7 @@ def to_json(
                 "chunk": s.chunk,
                 "file": s.file,
                 "median_ms": s.median_ms,
+                "lines": s.lines,
             }
             for k, s in sorted(_groups(records, key).items(), key=lambda i: _order(i[0]))
         ]

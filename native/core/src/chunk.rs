@@ -21,11 +21,31 @@ use crate::lang::Language;
 pub const MAX_TOKENS: usize = 480;
 /// Size of the windows that oversized units are cut into, leaving room for the header.
 pub const TARGET_TOKENS: usize = 320;
-/// Neighbours below this size merge: a lone closing brace or import line is not worth a hit.
-pub const MIN_TOKENS: usize = 40;
-/// A run of merged small units stops growing here, so a hit on one tiny unit does not drag
-/// in a page of unrelated ones.
-pub const MERGE_MAX_TOKENS: usize = 160;
+/// When neighbouring chunks merge: both of one scope and adjacent, one of them smaller than
+/// `min_tokens`, together within `max_tokens`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergeSizes {
+    pub min_tokens: usize,
+    pub max_tokens: usize,
+}
+
+impl MergeSizes {
+    /// Code: a unit under about a dozen lines (a getter, a builder method, a lone brace or
+    /// import line) is not worth a hit of its own, and is best found, and read, with the
+    /// neighbours it works with; a merged run stops at the size of a split window, so a hit
+    /// on one tiny unit does not drag in a page of unrelated ones. Measured with the quality
+    /// benchmark (benches/quality/README.md, "Chunk sizes").
+    pub const CODE: MergeSizes = MergeSizes {
+        min_tokens: 120,
+        max_tokens: TARGET_TOKENS,
+    };
+    /// Markdown sections and line windows, and the unit boundaries of the grammar tests:
+    /// only fragments merge.
+    pub const FINE: MergeSizes = MergeSizes {
+        min_tokens: 40,
+        max_tokens: 160,
+    };
+}
 /// Overlap between consecutive windows, so a statement cut at a boundary is whole in one of them.
 pub const OVERLAP_TOKENS: usize = 40;
 /// Parsing that takes longer than this falls back to line windows (pathological inputs).
@@ -234,6 +254,17 @@ pub fn approx_tokens(text: &str) -> usize {
 /// degrades to line windows.
 #[must_use]
 pub fn chunk_file(source: &str, lang: Language) -> FileChunks {
+    let sizes = match lang {
+        Language::Markdown | Language::Text => MergeSizes::FINE,
+        _ => MergeSizes::CODE,
+    };
+    chunk_file_with(source, lang, sizes)
+}
+
+/// [`chunk_file`] with explicit merge sizes (a grammar that cannot be used falls back to line
+/// windows, whatever the sizes).
+#[must_use]
+pub fn chunk_file_with(source: &str, lang: Language, sizes: MergeSizes) -> FileChunks {
     let lines = Lines::new(source);
     let mut out = Emitter::new(&lines);
     let mut fell_back = false;
@@ -256,7 +287,7 @@ pub fn chunk_file(source: &str, lang: Language) -> FileChunks {
             None => out.windows(0, lines.len(), ChunkKind::Text, "", "", ""),
         },
     }
-    let chunks = merge_small(&lines, out.chunks);
+    let chunks = merge_small(&lines, out.chunks, sizes);
     FileChunks {
         chunks: chunks
             .into_iter()
@@ -697,6 +728,8 @@ struct Pending {
     head: bool,
     /// Local path of the enclosing definition; only chunks of one scope merge.
     scope: String,
+    /// One of several windows of an oversized unit: it holds part of that unit only.
+    window: bool,
 }
 
 impl Pending {
@@ -859,6 +892,7 @@ impl<'l, 'a> Emitter<'l, 'a> {
             glue: false,
             head: false,
             scope: self.scope.clone(),
+            window: false,
         });
     }
 
@@ -873,6 +907,7 @@ impl<'l, 'a> Emitter<'l, 'a> {
         context: &str,
     ) {
         let lines = self.lines;
+        let first = self.chunks.len();
         let mut start = lo;
         while start < hi {
             while start < hi && lines.is_blank(start) {
@@ -901,6 +936,11 @@ impl<'l, 'a> Emitter<'l, 'a> {
             }
             start = next;
         }
+        if self.chunks.len() - first > 1 {
+            for c in &mut self.chunks[first..] {
+                c.window = true;
+            }
+        }
     }
 }
 
@@ -916,8 +956,6 @@ fn collect_names(def: &Def) -> Vec<String> {
     out
 }
 
-/// Merges runs of small neighbouring chunks of the same scope, as long as the result stays
-/// within [`MERGE_MAX_TOKENS`].
 /// Whether rows `lo..hi` only close blocks (`}`, `};`, `end`, ...), trailing comments aside.
 fn closing_only(lines: &Lines<'_>, lo: usize, hi: usize) -> bool {
     (lo..hi).all(|r| {
@@ -928,14 +966,18 @@ fn closing_only(lines: &Lines<'_>, lo: usize, hi: usize) -> bool {
     })
 }
 
-fn merge_small(lines: &Lines<'_>, chunks: Vec<Pending>) -> Vec<Pending> {
+/// Merges runs of small neighbouring chunks of the same scope, as long as the result stays
+/// within `sizes.max_tokens`.
+fn merge_small(lines: &Lines<'_>, chunks: Vec<Pending>, sizes: MergeSizes) -> Vec<Pending> {
     let mut out: Vec<Pending> = Vec::with_capacity(chunks.len());
     for c in chunks {
         if let Some(prev) = out.last_mut() {
-            let small = prev.tokens < MIN_TOKENS || c.tokens < MIN_TOKENS;
-            let fits = prev.tokens + c.tokens <= MERGE_MAX_TOKENS;
+            let small = prev.tokens < sizes.min_tokens || c.tokens < sizes.min_tokens;
+            let fits = prev.tokens + c.tokens <= sizes.max_tokens;
             let adjacent = c.lo >= prev.hi;
-            let normal = small && fits && adjacent && prev.scope == c.scope;
+            // A window of a split unit is never padded with its neighbours.
+            let whole = !prev.window && !c.window;
+            let normal = small && fits && adjacent && whole && prev.scope == c.scope;
             // A lone brace or bare header joins its neighbour, across one level of nesting and
             // past the merge budget: it is not worth a hit of its own.
             let lone = |p: &Pending| p.glue && p.tokens <= LONE_TOKENS;

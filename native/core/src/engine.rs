@@ -2026,17 +2026,21 @@ def slugify(text):
             .unwrap();
         assert_eq!(stats.files_parsed, 2);
         assert_eq!(stats.generation, 1);
-        assert_eq!(
-            top(&engine, "refresh_token"),
-            (
-                "app/auth.py".into(),
-                "app.auth.TokenStore.refresh_token".into()
-            )
-        );
-        assert_eq!(
-            top(&engine, "TokenStore.refresh_token").1,
-            "app.auth.TokenStore.refresh_token"
-        );
+        // A class this small is one chunk, named by the class, that holds the method.
+        for query in ["refresh_token", "TokenStore.refresh_token"] {
+            let hit = &search(&engine, query)[0];
+            assert_eq!(
+                (hit.path.as_str(), hit.symbol_path.as_str()),
+                ("app/auth.py", "app.auth.TokenStore"),
+                "{query}"
+            );
+            assert!(
+                hit.content
+                    .as_deref()
+                    .unwrap()
+                    .contains("def refresh_token")
+            );
+        }
         assert_eq!(
             top(&engine, "join words with dashes for urls").0,
             "app/util.py"

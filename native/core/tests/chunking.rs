@@ -16,8 +16,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use coderecall_core::chunk::{
-    Chunk, ChunkKind as K, FileChunks, MAX_TOKENS, MERGE_MAX_TOKENS, Symbol, TARGET_TOKENS,
-    approx_tokens, chunk_file,
+    Chunk, ChunkKind as K, FileChunks, MAX_TOKENS, MergeSizes, Symbol, TARGET_TOKENS,
+    approx_tokens, chunk_file, chunk_file_with,
 };
 use coderecall_core::hash::content_hash;
 use coderecall_core::lang::Language;
@@ -609,7 +609,7 @@ fn check_methods(spec: &Spec, out: &FileChunks, report: &mut Report) {
             } else {
                 let tokens = approx_tokens(&c.content);
                 report.check(
-                    lists_name(&c.names, &s.name) && tokens <= MERGE_MAX_TOKENS,
+                    lists_name(&c.names, &s.name) && tokens <= MergeSizes::FINE.max_tokens,
                     || {
                         format!(
                             "method `{path}` is neither its own chunk nor merged into a small one \
@@ -691,8 +691,11 @@ fn check_fixture(spec: &Spec) {
     check_source(spec, &lang_fixture(spec.lang), "fixture");
 }
 
+/// Unit boundaries are checked at the fine merge sizes, where a fixture's small functions
+/// stay apart and each language's definitions show; the code sizes are
+/// `tiny_functions_are_merged`'s and `small_units_merge_up_to_a_window`'s.
 fn check_source(spec: &Spec, source: &str, what: &str) {
-    let out = chunk_file(source, spec.lang);
+    let out = chunk_file_with(source, spec.lang, MergeSizes::FINE);
     let mut report = Report::new(format!("{} {what}", spec.lang.name()));
     report.check(!out.fell_back, || "fell back to line windows".to_owned());
     general_checks(source, &out, &mut report);
@@ -2002,25 +2005,27 @@ fn oversized_methods_are_split_into_windows() {
 
 /// Sources of 30 tiny functions (or methods), with the names they define.
 fn tiny_functions() -> Vec<(Language, String, Vec<String>)> {
-    let names = |prefix: &str| -> Vec<String> { (0..30).map(|i| format!("{prefix}{i}")).collect() };
-    let python: String = (0..30)
+    // Enough that they cannot all fit one merged chunk.
+    const N: usize = 80;
+    let names = |prefix: &str| -> Vec<String> { (0..N).map(|i| format!("{prefix}{i}")).collect() };
+    let python: String = (0..N)
         .map(|i| format!("def f_{i}(x):\n    return x + {i}\n\n\n"))
         .collect();
-    let rust: String = (0..30)
+    let rust: String = (0..N)
         .map(|i| format!("fn f_{i}(x: u32) -> u32 {{\n    x + {i}\n}}\n\n"))
         .collect();
-    let typescript: String = (0..30)
+    let typescript: String = (0..N)
         .map(|i| format!("export function f{i}(x: number): number {{\n  return x + {i};\n}}\n\n"))
         .collect();
     let java = format!(
         "public class Util {{\n{}}}\n",
-        (0..30)
+        (0..N)
             .map(|i| format!("    static int f{i}(int x) {{\n        return x + {i};\n    }}\n\n"))
             .collect::<String>()
     );
     let go = format!(
         "package util\n\n{}",
-        (0..30)
+        (0..N)
             .map(|i| format!("func F{i}(x int) int {{\n\treturn x + {i}\n}}\n\n"))
             .collect::<String>()
     );
@@ -2052,7 +2057,7 @@ fn tiny_functions_are_merged() {
         );
         for c in &out.chunks {
             let tokens = approx_tokens(&c.content);
-            report.check(tokens <= MERGE_MAX_TOKENS, || {
+            report.check(tokens <= MergeSizes::CODE.max_tokens, || {
                 format!("{} has {tokens} tokens, over the merge budget", describe(c))
             });
         }
