@@ -39,8 +39,8 @@ impl MergeSizes {
         min_tokens: 120,
         max_tokens: TARGET_TOKENS,
     };
-    /// Markdown sections and line windows, and the unit boundaries of the grammar tests:
-    /// only fragments merge.
+    /// Languages without definitions (Markdown sections, line windows of JSON, YAML, SQL,
+    /// text, ...), and the unit boundaries of the grammar tests: only fragments merge.
     pub const FINE: MergeSizes = MergeSizes {
         min_tokens: 40,
         max_tokens: 160,
@@ -254,9 +254,11 @@ pub fn approx_tokens(text: &str) -> usize {
 /// degrades to line windows.
 #[must_use]
 pub fn chunk_file(source: &str, lang: Language) -> FileChunks {
-    let sizes = match lang {
-        Language::Markdown | Language::Text => MergeSizes::FINE,
-        _ => MergeSizes::CODE,
+    // Code is cut into definitions; everything else into sections or line windows.
+    let sizes = if lang.definitions_query_source().is_some() {
+        MergeSizes::CODE
+    } else {
+        MergeSizes::FINE
     };
     chunk_file_with(source, lang, sizes)
 }

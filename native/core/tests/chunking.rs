@@ -692,8 +692,8 @@ fn check_fixture(spec: &Spec) {
 }
 
 /// Unit boundaries are checked at the fine merge sizes, where a fixture's small functions
-/// stay apart and each language's definitions show; the code sizes are
-/// `tiny_functions_are_merged`'s and `small_units_merge_up_to_a_window`'s.
+/// stay apart and each language's definitions show; the code sizes are checked by
+/// `tiny_functions_are_merged`.
 fn check_source(spec: &Spec, source: &str, what: &str) {
     let out = chunk_file_with(source, spec.lang, MergeSizes::FINE);
     let mut report = Report::new(format!("{} {what}", spec.lang.name()));
@@ -2003,7 +2003,7 @@ fn oversized_methods_are_split_into_windows() {
     assert_all_passed(messages);
 }
 
-/// Sources of 30 tiny functions (or methods), with the names they define.
+/// Sources of many tiny functions (or methods), with the names they define.
 fn tiny_functions() -> Vec<(Language, String, Vec<String>)> {
     // Enough that they cannot all fit one merged chunk.
     const N: usize = 80;
@@ -2061,6 +2061,16 @@ fn tiny_functions_are_merged() {
                 format!("{} has {tokens} tokens, over the merge budget", describe(c))
             });
         }
+        // Runs grow past the fine sizes: code merges up to a window.
+        let largest = out
+            .chunks
+            .iter()
+            .map(|c| approx_tokens(&c.content))
+            .max()
+            .unwrap_or(0);
+        report.check(largest > MergeSizes::FINE.max_tokens, || {
+            format!("the largest merged run has {largest} tokens, within the fine sizes")
+        });
         for name in &names {
             let holders = out
                 .chunks
