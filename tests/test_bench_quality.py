@@ -7,6 +7,7 @@ import math
 import textwrap
 
 import pytest
+from benches.quality.__main__ import parse_args
 from benches.quality.baselines import BM25Windows
 from benches.quality.metrics import (
     Outcome,
@@ -74,6 +75,16 @@ def test_result_lines_measure_what_a_hit_costs_to_read() -> None:
     summary = summarize([Outcome(1, 1, 0.0, lines=10.0), Outcome(None, 1, 0.0, lines=None)])
     assert summary.lines == pytest.approx(10.0)  # a query without results has no size
     assert summarize([Outcome(None, 1, 0.0, chunk_level=False, lines=None)]).lines is None
+
+
+def test_fusion_weights_are_checked() -> None:
+    assert parse_args(["--model", "m", "--fusion", "0.2, 0.3"]).fusion == [0.2, 0.3]
+    assert parse_args(["--model", "m"]).fusion == []
+    for bad in (["--model", "m", "--fusion", "x"], ["--model", "m", "--fusion", "1.5"]):
+        with pytest.raises(SystemExit):
+            parse_args(bad)
+    with pytest.raises(SystemExit):  # weights without a model would add no row
+        parse_args(["--fusion", "0.3"])
 
 
 def test_split_alternates_sorted_projects() -> None:

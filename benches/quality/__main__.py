@@ -106,6 +106,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--fusion takes comma-separated numbers")
     if any(not 0.0 <= w <= 1.0 for w in args.fusion):
         parser.error("--fusion weights lie between 0 and 1")
+    if args.fusion and not args.model:
+        parser.error("--fusion weighs the --model rows: name at least one --model")
     return args
 
 
