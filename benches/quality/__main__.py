@@ -44,10 +44,10 @@ from benches.quality.queries import (
     source_files,
 )
 from benches.quality.report import ProjectInfo, Record, markdown, to_json
-from coderecall import CodeIndex, load_embedder
+from coderecall import CodeIndex, learn_model, load_embedder
 from coderecall import Error as CoderecallError
 from coderecall._embedding import local_model_id
-from coderecall._models import describe
+from coderecall._models import describe, find_model
 
 SEED = 20240601
 CAP = 60
@@ -92,6 +92,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="W[,W...]",
         help="semantic weights for the --model rows, one row each (default: the engine's own)",
     )
+    parser.add_argument(
+        "--learn",
+        type=int,
+        default=0,
+        metavar="CHUNKS",
+        help="fit each static --model to --teacher on this many chunks of each project's "
+        "blanked copy first (coderecall.learn_model), and rank with the fitted model",
+    )
+    parser.add_argument("--teacher", metavar="MODEL", help="the transformer for --learn")
     parser.add_argument("--cap", type=int, help=f"queries per project and family ({CAP})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"sampling seed ({SEED})")
     parser.add_argument("--cache", type=Path, help="cache folder for corpora and copies")
@@ -108,6 +117,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--fusion weights lie between 0 and 1")
     if args.fusion and not args.model:
         parser.error("--fusion weighs the --model rows: name at least one --model")
+    if args.learn < 0 or bool(args.learn) != bool(args.teacher):
+        parser.error("--learn CHUNKS and --teacher MODEL go together")
     return args
 
 
@@ -257,8 +268,11 @@ def run_project(
         records = evaluate("coderecall", coderecall, kept)
         records += run_ablations(native, coderecall, kept, ablations, notes)
         for model in args.model:
+            if args.learn:
+                model, fit = _fitted(model, args.teacher, tree, work, args.learn)
+                log(f"[{name}] fitted {model.name}: {fit}")
             embedder = load_embedder(model)
-            label = f"coderecall+{embedder.kind}"
+            label = f"coderecall+{embedder.kind}" + ("-learned" if args.learn else "")
             assert embedder.path is not None  # a local model
             # Named by the model's files, not its path: a model distilled again into the same
             # folder must not reuse the cached copy's old vectors.
@@ -290,6 +304,23 @@ def run_project(
             chunk_level=False,
         )
     return records
+
+
+def _fitted(
+    model: str | Path, teacher: str, tree: Path, work: Path, samples: int
+) -> tuple[Path, str]:
+    """``model`` fitted to ``teacher`` on ``samples`` chunks of ``tree``, kept in ``work``
+    under the names of both models' files (fitting again only when either changes)."""
+    ids = [local_model_id(describe(find_model(m)), 0) for m in (model, teacher)]
+    key = hashlib.sha256("|".join(ids).encode()).hexdigest()[:12]
+    dst = work / f"learned-{samples}-{key}"
+    if not dst.is_dir():
+        learn_model(model, teacher, dst, corpus=tree, samples=samples)
+    learned = json.loads((dst / "config.json").read_text())["learned"]
+    return dst, (
+        f"{learned['texts']} texts, held-out cosine {learned['cosine_before']:.3f} -> "
+        f"{learned['cosine_after']:.3f}, ridge {learned['ridge']}"
+    )
 
 
 def _drop_stale_copies(work: Path) -> None:

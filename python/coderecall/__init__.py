@@ -26,6 +26,7 @@ from ._graph import CallEdge, CallGraphResult, CallPath, Definition
 from ._hub import pull_model
 from ._index import CodeIndex
 from ._kb import KnowledgeBase
+from ._learn import LearnSummary, learn_model
 from ._memory import MemoryHit, MemoryRecord, MemoryStore, WriteResult
 from ._memory_context import MemoryBlock
 from ._models import ModelInfo, distill_model, list_models, load_embedder, models_dir
@@ -62,6 +63,7 @@ __all__ = [
     "IndexReport",
     "IndexStatus",
     "KnowledgeBase",
+    "LearnSummary",
     "MemoryBlock",
     "MemoryHit",
     "MemoryRecord",
@@ -83,6 +85,7 @@ __all__ = [
     "WriteResult",
     "__version__",
     "distill_model",
+    "learn_model",
     "list_models",
     "load_config",
     "load_embedder",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,6 +146,7 @@ def distill_model(
     *,
     dims: int = 256,
     corpus: str | os.PathLike[str] | None = None,
+    learn: int = 0,
     progress: Callable[[int, int], object] | None = None,
 ) -> ModelInfo:
     """Builds a static model from a transformer, offline (see ``coderecall model distill``).
@@ -152,24 +154,41 @@ def distill_model(
     ``destination`` defaults to ``<source name>-static-<dims>`` in the model cache. With
     ``corpus`` (a project folder), tokens are weighted by how often they occur in its files
     instead of by their rank in the vocabulary: on the quality benchmark that lifted the
-    hybrid doc-to-code NDCG@10 of the distilled MiniLM from 0.275 to 0.368.
+    hybrid doc-to-code NDCG@10 of the distilled MiniLM from 0.275 to 0.368. With ``learn``,
+    the transformer also embeds that many of the corpus's chunks and the table is fitted to
+    them (see ``learn_model``); ``progress`` then follows that step too.
     """
     src = find_model(source)
     if describe(src).kind != "transformer":
         raise ModelError(f"{src}: distilling needs a transformer model, this one is static")
     if dims < 1:
         raise ModelError(f"dims must be at least 1, got {dims}")
-    dst = (
-        models_dir() / f"{src.name}-static-{dims}"
-        if destination is None
-        else Path(destination).expanduser()
-    )
-    if dst.exists():
-        raise ModelError(f"{dst} already exists; remove it or choose another destination")
+    if learn < 0 or (learn and corpus is None):
+        raise ModelError("learning needs a corpus and a positive number of chunks")
+    dst = new_model_folder(destination, f"{src.name}-static-{dims}")
     frequencies = None if corpus is None else token_frequencies(src, Path(corpus))
     dst.parent.mkdir(parents=True, exist_ok=True)
-    _distill(src, dst, dims, progress, frequencies)
-    return describe(dst)
+    if corpus is None or not learn:
+        _distill(src, dst, dims, progress, frequencies)
+        return describe(dst)
+    from ._learn import learn_model  # it indexes the corpus, and the index imports this module
+
+    staging = dst.with_name(f".{dst.name}.distilled-{os.getpid()}")
+    try:
+        _distill(src, staging, dims, progress, frequencies)
+        info, _ = learn_model(staging, src, dst, corpus=corpus, samples=learn, progress=progress)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return info
+
+
+def new_model_folder(destination: str | os.PathLike[str] | None, default_name: str) -> Path:
+    """Where a new model goes: ``destination``, else ``default_name`` in the model cache; never
+    over an existing folder."""
+    dst = models_dir() / default_name if destination is None else Path(destination).expanduser()
+    if dst.exists():
+        raise ModelError(f"{dst} already exists; remove it or choose another destination")
+    return dst
 
 
 def token_frequencies(model: Path, corpus: Path, max_bytes: int = _CORPUS_BYTES) -> list[float]:

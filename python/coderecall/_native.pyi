@@ -108,6 +108,30 @@ def distill(
     total)`` is called as tokens are embedded; ``frequencies[id]`` counts token ``id`` in a
     representative corpus (else Zipf over the ids). Returns what was built."""
 
+class LearnReport(TypedDict):
+    texts: int
+    held_out: int
+    tokens: int
+    cosine_before: float
+    cosine_after: float
+    ridge: float | None
+    iterations: int
+    path: Path
+
+def learn(
+    base: str | PathLike[str],
+    teacher: str | PathLike[str],
+    dst: str | PathLike[str],
+    texts: Sequence[str],
+    dims: int = 256,
+    progress: Callable[[int, int], object] | None = None,
+) -> LearnReport:
+    """Builds in ``dst`` the static model in ``base`` fitted to the transformer in ``teacher``
+    on ``texts``; ``progress(done, total)`` is called as the teacher embeds the texts. Returns
+    how well the fit went: mean cosines with the teacher on held-out texts, before (the base
+    only aligned) and after, and the ridge the held-out texts chose (``None``: the aligned
+    base fitted them best)."""
+
 class UpdateStats(TypedDict):
     files_parsed: int
     files_reused: int

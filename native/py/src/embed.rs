@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use coderecall_core::embed::{
-    DEFAULT_MAX_TOKENS, DistillOptions, StaticEmbedder, TransformerEmbedder,
+    DEFAULT_MAX_TOKENS, DistillOptions, LearnOptions, StaticEmbedder, TransformerEmbedder,
 };
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -218,6 +218,21 @@ impl coderecall_core::embed::Embedder for Delegate {
     }
 }
 
+/// Calls Python's `progress(done, total)`, if given, from a thread without the GIL. A failing
+/// callback must not abort minutes of work: it is reported by Python's unraisable hook and the
+/// work goes on.
+fn reporter(progress: Option<&Py<PyAny>>) -> impl Fn(usize, usize) + '_ {
+    move |done, total| {
+        if let Some(callback) = progress {
+            Python::attach(|py| {
+                if let Err(err) = callback.call1(py, (done, total)) {
+                    err.write_unraisable(py, None);
+                }
+            });
+        }
+    }
+}
+
 /// Builds a static model in `dst` from the transformer in `src` (see
 /// `coderecall_core::embed::distill`); `progress(done, total)` is called as tokens are embedded.
 /// `frequencies[id]` counts token `id` in a representative corpus (else Zipf over the ids).
@@ -235,18 +250,7 @@ pub(crate) fn distill<'py>(
     let options = DistillOptions { dims, frequencies };
     let report = py
         .detach(|| {
-            let report = |done: usize, total: usize| {
-                if let Some(callback) = &progress {
-                    Python::attach(|py| {
-                        // A failing callback must not abort hours of work: it is reported
-                        // by Python's unraisable hook and the distillation goes on.
-                        if let Err(err) = callback.call1(py, (done, total)) {
-                            err.write_unraisable(py, None);
-                        }
-                    });
-                }
-            };
-            coderecall_core::embed::distill(&src, &dst, &options, &report)
+            coderecall_core::embed::distill(&src, &dst, &options, &reporter(progress.as_ref()))
         })
         .map_err(to_py)?;
     let out = PyDict::new(py);
@@ -254,5 +258,48 @@ pub(crate) fn distill<'py>(
     out.set_item("dims", report.dims)?;
     out.set_item("explained_variance", report.explained_variance)?;
     out.set_item("path", report.output)?;
+    Ok(out)
+}
+
+/// Builds in `dst` the static model in `base` fitted to the transformer in `teacher` on `texts`
+/// (see `coderecall_core::embed::learn`); `progress(done, total)` is called as the teacher
+/// embeds the texts. Returns how well the fit went.
+#[pyfunction]
+#[pyo3(signature = (base, teacher, dst, texts, dims = 256, progress = None))]
+pub(crate) fn learn<'py>(
+    py: Python<'py>,
+    base: PathBuf,
+    teacher: PathBuf,
+    dst: PathBuf,
+    texts: Vec<String>,
+    dims: usize,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let options = LearnOptions {
+        dims,
+        ..LearnOptions::default()
+    };
+    let report = py
+        .detach(|| {
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            coderecall_core::embed::learn(
+                &base,
+                &teacher,
+                &dst,
+                &texts,
+                &options,
+                &reporter(progress.as_ref()),
+            )
+        })
+        .map_err(to_py)?;
+    let out = PyDict::new(py);
+    out.set_item("texts", report.texts)?;
+    out.set_item("held_out", report.held_out)?;
+    out.set_item("tokens", report.tokens)?;
+    out.set_item("cosine_before", report.cosine_before)?;
+    out.set_item("cosine_after", report.cosine_after)?;
+    out.set_item("ridge", report.ridge)?;
+    out.set_item("iterations", report.iterations)?;
+    out.set_item("path", dst)?;
     Ok(out)
 }

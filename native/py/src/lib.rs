@@ -535,7 +535,7 @@ fn extract_symbols(
 #[pymodule(gil_used = false)]
 mod _native {
     #[pymodule_export]
-    use super::embed::{Embedder, distill};
+    use super::embed::{Embedder, distill, learn};
     #[pymodule_export]
     use super::graph::CallGraph;
     #[pymodule_export]

@@ -64,12 +64,7 @@ pub fn distill(
     if options.dims == 0 {
         return Err(Error::InvalidArgument("dims must be at least 1".into()));
     }
-    if dst.exists() {
-        return Err(Error::InvalidArgument(format!(
-            "{} already exists; choose a new folder",
-            dst.display()
-        )));
-    }
+    check_destination(dst)?;
     let teacher = TransformerEmbedder::load(src, 16)?;
     let vocab = teacher
         .tokenizer()
@@ -100,7 +95,18 @@ pub fn distill(
             *x *= w;
         }
     }
-    write_model(src, dst, &reduced, vocab, dims, explained)?;
+    let config = serde_json::json!({
+        "model_type": "model2vec",
+        "architectures": ["StaticModel"],
+        "hidden_dim": dims,
+        "normalize": true,
+        "apply_pca": dims,
+        "sif_coefficient": SIF,
+        "explained_variance": explained,
+        "distilled_from": src.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "distilled_by": concat!("coderecall ", env!("CARGO_PKG_VERSION")),
+    });
+    write_model(src, dst, &reduced, vocab, dims, &config)?;
     Ok(DistillReport {
         tokens: vocab,
         dims,
@@ -186,7 +192,7 @@ fn pca(x: &[f32], rows: usize, width: usize, dims: usize) -> (Vec<f32>, f64) {
 /// Eigenvalues and eigenvectors (columns of a row-major `n` × `n` matrix) of the symmetric
 /// matrix `a`, by cyclic Jacobi rotations: simple, and exact enough for a few hundred
 /// dimensions in well under a second.
-fn symmetric_eigen(mut a: Vec<f64>, n: usize) -> (Vec<f64>, Vec<f64>) {
+pub(super) fn symmetric_eigen(mut a: Vec<f64>, n: usize) -> (Vec<f64>, Vec<f64>) {
     let mut v = vec![0.0f64; n * n];
     for i in 0..n {
         v[i * n + i] = 1.0;
@@ -231,13 +237,27 @@ fn symmetric_eigen(mut a: Vec<f64>, n: usize) -> (Vec<f64>, Vec<f64>) {
     ((0..n).map(|i| a[i * n + i]).collect(), v)
 }
 
-fn write_model(
-    src: &Path,
+/// Refuses to write a model over anything that exists.
+pub(super) fn check_destination(dst: &Path) -> Result<()> {
+    if dst.exists() {
+        return Err(Error::InvalidArgument(format!(
+            "{} already exists; choose a new folder",
+            dst.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes a static model into `dst`: `table` (`vocab` × `dims`), the tokenizer of the model in
+/// `tokenizer_from`, and `config`. It is written beside and renamed into place, so an
+/// interrupted run leaves no half-written model.
+pub(super) fn write_model(
+    tokenizer_from: &Path,
     dst: &Path,
     table: &[f32],
     vocab: usize,
     dims: usize,
-    explained: f64,
+    config: &serde_json::Value,
 ) -> Result<()> {
     let name = dst
         .file_name()
@@ -252,22 +272,14 @@ fn write_model(
         let tensors: HashMap<String, Tensor> = [("embeddings".to_owned(), tensor)].into();
         candle_core::safetensors::save(&tensors, staging.join("model.safetensors"))
             .map_err(|e| model_error(dst, e))?;
-        std::fs::copy(src.join("tokenizer.json"), staging.join("tokenizer.json"))
-            .map_err(|e| io("writing tokenizer.json in", e))?;
-        let config = serde_json::json!({
-            "model_type": "model2vec",
-            "architectures": ["StaticModel"],
-            "hidden_dim": dims,
-            "normalize": true,
-            "apply_pca": dims,
-            "sif_coefficient": SIF,
-            "explained_variance": explained,
-            "distilled_from": src.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "distilled_by": concat!("coderecall ", env!("CARGO_PKG_VERSION")),
-        });
+        std::fs::copy(
+            tokenizer_from.join("tokenizer.json"),
+            staging.join("tokenizer.json"),
+        )
+        .map_err(|e| io("writing tokenizer.json in", e))?;
         std::fs::write(
             staging.join("config.json"),
-            serde_json::to_string_pretty(&config).unwrap_or_default(),
+            serde_json::to_string_pretty(config).unwrap_or_default(),
         )
         .map_err(|e| io("writing config.json in", e))?;
         std::fs::rename(&staging, dst)

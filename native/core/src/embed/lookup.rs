@@ -94,6 +94,29 @@ impl StaticEmbedder {
         })
     }
 
+    /// The table with each row scaled by its token's weight (a copy; the table itself if the
+    /// model has no weights), and its width.
+    pub(crate) fn weighted_table(&self) -> (Vec<f32>, usize) {
+        let mut table = self.table.clone();
+        if let Some(weights) = &self.weights {
+            for (row, w) in table.chunks_exact_mut(self.dims).zip(weights) {
+                row.iter_mut().for_each(|x| *x *= w);
+            }
+        }
+        (table, self.dims)
+    }
+
+    /// The token ids of each text that pooling reads: the unknown token and ids past the table
+    /// left out.
+    pub(crate) fn pooled_ids(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
+        let rows = self.table.len() / self.dims.max(1);
+        let mut ids = self.tokenize(texts)?;
+        for text in &mut ids {
+            text.retain(|&id| Some(id) != self.unknown && (id as usize) < rows);
+        }
+        Ok(ids)
+    }
+
     /// The mean of the rows of `ids` (weighted), normalised if the model says so.
     fn pool(&self, ids: &[u32], out: &mut [f32]) {
         let mut total = 0.0f32;

@@ -5,12 +5,14 @@
 //! L2-normalised so that a dot product is the cosine.
 
 mod distill;
+mod learn;
 mod lookup;
 mod transformer;
 
 use std::path::{Path, PathBuf};
 
 pub use distill::{DistillOptions, DistillReport, distill};
+pub use learn::{LearnOptions, LearnReport, learn, learn_table};
 pub use lookup::StaticEmbedder;
 pub use transformer::TransformerEmbedder;
 

@@ -1,0 +1,124 @@
+"""Fitting a static model to a transformer on the user's own code (``model distill --learn``).
+
+A static model distilled from a transformer embeds every token alone; averaged over a chunk,
+those rows say less than the transformer says of the whole chunk. ``learn_model`` samples the
+chunks of a project (as the index cuts them) and the first sentences of their comments, has the
+transformer embed them, and refits the static table so the mean of each text's rows comes as
+close as it can to the transformer's vector (``coderecall._native.learn``: least squares in
+Rust). The transformer runs once, over the sample; the result is as fast as any static model.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypedDict
+
+from ._errors import ModelError
+from ._index import CodeIndex
+from ._models import ModelInfo, describe, find_model, new_model_folder
+from ._native import learn as _learn
+
+__all__ = ["LearnSummary", "corpus_texts", "learn_model"]
+
+DEFAULT_SAMPLES = 600
+"""Chunks the transformer embeds: about two minutes on two cores; on the quality benchmark
+600 per project lifted the static channel alone from 0.457 to 0.507 doc-to-code NDCG@10."""
+
+_COMMENT = re.compile(r"^\s*(?:///?|//!|#+|\*+|/\*+|--|\"\"\"|''')\s?(.*)$")
+_COMMENT_CLOSE = re.compile(r"\s*(?:\*+/|\"\"\"|''')\s*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_SENTENCE_WORDS = (6, 40)
+
+
+class LearnSummary(TypedDict):
+    """How a fit went: texts learned from and held out, the mean cosine with the teacher on the
+    held-out texts before (the base table only aligned) and after the refit, and the ridge
+    those texts chose (``None``: no refit beat the aligned base, which was kept)."""
+
+    texts: int
+    held_out: int
+    tokens: int
+    cosine_before: float
+    cosine_after: float
+    ridge: float | None
+
+
+def comment_sentence(text: str) -> str | None:
+    """The first sentence of the first comment block of a chunk, if it reads like prose: the
+    natural-language side of a codebase, which is what search queries look like."""
+    run: list[str] = []
+    for line in text.splitlines():
+        match = _COMMENT.match(line)
+        body = _COMMENT_CLOSE.sub("", match.group(1)).strip() if match else ""
+        if body:
+            run.append(body)
+        elif run:
+            break
+    sentence = _SENTENCE_END.split(" ".join(run), maxsplit=1)[0]
+    words = sentence.split()
+    low, high = _SENTENCE_WORDS
+    if low <= len(words) <= high and sum(w.isalpha() for w in words) * 2 >= len(words):
+        return sentence
+    return None
+
+
+def corpus_texts(corpus: str | os.PathLike[str], samples: int, *, seed: int = 0) -> list[str]:
+    """Up to ``samples`` chunk texts of ``corpus`` (indexed into a temporary folder, with its
+    ignore rules), drawn at random with ``seed``, followed by their comments' first sentences."""
+    root = Path(corpus).expanduser()
+    if not root.is_dir():
+        raise ModelError(f"{root}: the corpus must be a folder")
+    with tempfile.TemporaryDirectory(prefix="coderecall-learn-") as scratch:
+        config = {"index_dir": scratch, "embedding": {"provider": "none"}}
+        with CodeIndex(root, config, force=True) as index:
+            index.index(progress=False)
+            chunks = index._open().pending_texts("learn")
+    if not chunks:
+        raise ModelError(f"{root}: no chunk to learn from")
+    picked = random.Random(seed).sample(chunks, min(samples, len(chunks)))
+    sentences = [s for s in map(comment_sentence, picked) if s is not None]
+    return picked + sentences
+
+
+def learn_model(
+    base: str | os.PathLike[str],
+    teacher: str | os.PathLike[str],
+    destination: str | os.PathLike[str] | None = None,
+    *,
+    corpus: str | os.PathLike[str],
+    samples: int = DEFAULT_SAMPLES,
+    progress: Callable[[int, int], object] | None = None,
+) -> tuple[ModelInfo, LearnSummary]:
+    """Builds a static model fitted to the transformer ``teacher`` on ``corpus``, starting from
+    the static model ``base`` (whose tokenizer it keeps); ``destination`` defaults to
+    ``<base name>-learned`` in the model cache. ``progress(done, total)`` follows the
+    transformer through the sampled texts."""
+    base_path, teacher_path = find_model(base), find_model(teacher)
+    if describe(base_path).kind != "static":
+        raise ModelError(f"{base_path}: the base of a fit must be a static model")
+    teacher_info = describe(teacher_path)
+    if teacher_info.kind != "transformer":
+        raise ModelError(f"{teacher_path}: the teacher of a fit must be a transformer")
+    if samples < 1:
+        raise ModelError(f"samples must be at least 1, got {samples}")
+    dst = new_model_folder(destination, f"{base_path.name}-learned")
+    texts = corpus_texts(corpus, samples)
+    dims = describe(base_path).dims or 256
+    if teacher_info.dims is not None:
+        dims = min(dims, teacher_info.dims)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    report = _learn(base_path, teacher_path, dst, texts, dims, progress)
+    summary = LearnSummary(
+        texts=report["texts"],
+        held_out=report["held_out"],
+        tokens=report["tokens"],
+        cosine_before=report["cosine_before"],
+        cosine_after=report["cosine_after"],
+        ridge=report["ridge"],
+    )
+    return describe(dst), summary
