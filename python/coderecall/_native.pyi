@@ -29,6 +29,7 @@ __all__ = [
     "distill",
     "extract_symbols",
     "languages",
+    "learn",
 ]
 
 __version__: Final[str]
