@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from coderecall import Embedder, ModelError, distill_model, learn_model, load_embedder
-from coderecall._learn import comment_sentence, corpus_texts
+from coderecall._learn import comment_sentence, corpus_texts, learned_summary
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_comment_sentences_are_prose_only() -> None:
     assert comment_sentence('    """Return the parsed headers of a message part."""') == (
         "Return the parsed headers of a message part."
     )
-    assert comment_sentence("// TODO: fix") is None  # too short to read like a query
+    assert comment_sentence("// See above.") is None  # too short to read like a query
     assert comment_sentence("# 0x1f 0x2e 0x3d 0x4c 0x5b 0x6a 0x79") is None  # not words
     assert comment_sentence("x = 1\ny = 2\n") is None
 
@@ -83,6 +83,7 @@ def test_a_fitted_model_agrees_with_its_teacher_more_than_its_base(
     config = json.loads((dst / "config.json").read_text())
     assert config["learned"]["teacher"] == minilm.name
     assert config["learned"]["cosine_after"] == summary["cosine_after"]
+    assert learned_summary(static_model) is None  # a distilled model records no fit
     assert (config["hidden_dim"], config["normalize"]) == (256, True)
     assert (dst / "tokenizer.json").read_bytes() == (static_model / "tokenizer.json").read_bytes()
 

@@ -47,6 +47,7 @@ from benches.quality.report import ProjectInfo, Record, markdown, to_json
 from coderecall import CodeIndex, learn_model, load_embedder
 from coderecall import Error as CoderecallError
 from coderecall._embedding import local_model_id
+from coderecall._learn import learned_summary
 from coderecall._models import describe, find_model
 
 SEED = 20240601
@@ -316,10 +317,12 @@ def _fitted(
     dst = work / f"learned-{samples}-{key}"
     if not dst.is_dir():
         learn_model(model, teacher, dst, corpus=tree, samples=samples)
-    learned = json.loads((dst / "config.json").read_text())["learned"]
+    fit = learned_summary(dst)
+    if fit is None:
+        raise BenchError(f"{dst} records no fit: remove it to fit again")
     return dst, (
-        f"{learned['texts']} texts, held-out cosine {learned['cosine_before']:.3f} -> "
-        f"{learned['cosine_after']:.3f}, ridge {learned['ridge']}"
+        f"{fit['texts']} texts, held-out cosine {fit['cosine_before']:.3f} -> "
+        f"{fit['cosine_after']:.3f}, ridge {fit['ridge']}"
     )
 
 

@@ -17,7 +17,6 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -29,6 +28,7 @@ from ._errors import Error, QueryError
 from ._hooks import HOOK_EVENTS
 from ._hub import pull_model
 from ._index import CodeIndex
+from ._learn import learned_summary
 from ._logs import detach_all_file_logs
 from ._models import distill_model, find_model, list_models, models_dir
 from ._native import __version__
@@ -637,12 +637,12 @@ def _model_distill(args: argparse.Namespace) -> int:
     quiet = args.json or not console.is_terminal
     with Progress(console=console, transient=True, disable=quiet) as bar:
         task = bar.add_task("embedding the vocabulary", total=None)
-        totals: list[int] = []
+        totals: set[int] = set()
 
         def progress(done: int, total: int) -> None:
-            if totals and total != totals[-1]:  # the vocabulary is done; the corpus follows
+            totals.add(total)
+            if len(totals) > 1:  # the vocabulary is done; the corpus's chunks follow
                 bar.update(task, description="embedding the corpus's chunks")
-            totals.append(total)
             bar.update(task, completed=done, total=total)
 
         info = distill_model(
@@ -653,7 +653,7 @@ def _model_distill(args: argparse.Namespace) -> int:
             learn=args.learn,
             progress=progress,
         )
-    learned = _learned(info.path)
+    learned = learned_summary(info.path)
     if args.json:
         _print_json({**info.to_dict(), **({"learned": learned} if learned else {})})
     else:
@@ -670,16 +670,6 @@ def _model_distill(args: argparse.Namespace) -> int:
                 markup=False,
             )
     return 0
-
-
-def _learned(model: Path) -> dict[str, Any] | None:
-    """What `model distill --learn` recorded in a model's config, if anything."""
-    try:
-        config = json.loads((model / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    learned = config.get("learned") if isinstance(config, dict) else None
-    return learned if isinstance(learned, dict) else None
 
 
 def _model_pull(args: argparse.Namespace) -> int:

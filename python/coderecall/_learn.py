@@ -10,6 +10,7 @@ Rust). The transformer runs once, over the sample; the result is as fast as any 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -23,7 +24,7 @@ from ._index import CodeIndex
 from ._models import ModelInfo, describe, find_model, new_model_folder
 from ._native import learn as _learn
 
-__all__ = ["LearnSummary", "corpus_texts", "learn_model"]
+__all__ = ["LearnSummary", "corpus_texts", "learn_model", "learned_summary"]
 
 DEFAULT_SAMPLES = 600
 """Chunks the transformer embeds: about two minutes on two cores; on the quality benchmark
@@ -98,27 +99,37 @@ def learn_model(
     the static model ``base`` (whose tokenizer it keeps); ``destination`` defaults to
     ``<base name>-learned`` in the model cache. ``progress(done, total)`` follows the
     transformer through the sampled texts."""
-    base_path, teacher_path = find_model(base), find_model(teacher)
-    if describe(base_path).kind != "static":
-        raise ModelError(f"{base_path}: the base of a fit must be a static model")
-    teacher_info = describe(teacher_path)
+    base_info, teacher_info = describe(find_model(base)), describe(find_model(teacher))
+    if base_info.kind != "static":
+        raise ModelError(f"{base_info.path}: the base of a fit must be a static model")
     if teacher_info.kind != "transformer":
-        raise ModelError(f"{teacher_path}: the teacher of a fit must be a transformer")
+        raise ModelError(f"{teacher_info.path}: the teacher of a fit must be a transformer")
     if samples < 1:
         raise ModelError(f"samples must be at least 1, got {samples}")
-    dst = new_model_folder(destination, f"{base_path.name}-learned")
+    dst = new_model_folder(destination, f"{base_info.name}-learned")
     texts = corpus_texts(corpus, samples)
-    dims = describe(base_path).dims or 256
-    if teacher_info.dims is not None:
-        dims = min(dims, teacher_info.dims)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    report = _learn(base_path, teacher_path, dst, texts, dims, progress)
-    summary = LearnSummary(
-        texts=report["texts"],
-        held_out=report["held_out"],
-        tokens=report["tokens"],
-        cosine_before=report["cosine_before"],
-        cosine_after=report["cosine_after"],
-        ridge=report["ridge"],
-    )
+    # Rust keeps the width at most the teacher's.
+    _learn(base_info.path, teacher_info.path, dst, texts, base_info.dims or 256, progress)
+    summary = learned_summary(dst)
+    if summary is None:
+        raise ModelError(f"{dst}: the fitted model does not record its fit")
     return describe(dst), summary
+
+
+def learned_summary(model: str | os.PathLike[str]) -> LearnSummary | None:
+    """What fitting recorded in a model folder's ``config.json`` (``None`` for a model that
+    was not fitted, or whose config cannot be read)."""
+    try:
+        config = json.loads((Path(model) / "config.json").read_text(encoding="utf-8"))
+        learned = config["learned"]
+        return LearnSummary(
+            texts=int(learned["texts"]),
+            held_out=int(learned["held_out"]),
+            tokens=int(learned["tokens"]),
+            cosine_before=float(learned["cosine_before"]),
+            cosine_after=float(learned["cosine_after"]),
+            ridge=None if learned["ridge"] is None else float(learned["ridge"]),
+        )
+    except (OSError, ValueError, TypeError, KeyError):
+        return None

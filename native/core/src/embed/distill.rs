@@ -156,22 +156,9 @@ fn pca(x: &[f32], rows: usize, width: usize, dims: usize) -> (Vec<f32>, f64) {
         for ((c, &v), m) in centred.iter_mut().zip(row).zip(&mean) {
             *c = f64::from(v) - m;
         }
-        for i in 0..width {
-            let ci = centred[i];
-            let line = &mut cov[i * width..(i + 1) * width];
-            for (j, l) in line.iter_mut().enumerate().skip(i) {
-                *l += ci * centred[j];
-            }
-        }
+        add_outer_upper(&mut cov, &centred);
     }
-    for i in 0..width {
-        for j in 0..i {
-            cov[i * width + j] = cov[j * width + i];
-        }
-    }
-    let (values, vectors) = symmetric_eigen(cov, width);
-    let mut order: Vec<usize> = (0..width).collect();
-    order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
+    let (values, vectors, order) = principal_components(cov, width);
     let total: f64 = values.iter().map(|v| v.max(0.0)).sum();
     let kept: f64 = order[..dims].iter().map(|&i| values[i].max(0.0)).sum();
     let mut out = Vec::with_capacity(rows * dims);
@@ -189,10 +176,40 @@ fn pca(x: &[f32], rows: usize, width: usize, dims: usize) -> (Vec<f32>, f64) {
     (out, if total > 0.0 { kept / total } else { 1.0 })
 }
 
+/// Adds `rowᵀ row` to the upper triangle of the square matrix `gram` (`row.len()` wide).
+pub(super) fn add_outer_upper(gram: &mut [f64], row: &[f64]) {
+    let n = row.len();
+    for (i, &ri) in row.iter().enumerate() {
+        let line = &mut gram[i * n..(i + 1) * n];
+        for (l, &rj) in line[i..].iter_mut().zip(&row[i..]) {
+            *l += ri * rj;
+        }
+    }
+}
+
+/// Copies the upper triangle of the `n` × `n` matrix `a` into its lower one.
+pub(super) fn mirror_upper(a: &mut [f64], n: usize) {
+    for i in 0..n {
+        for j in 0..i {
+            a[i * n + j] = a[j * n + i];
+        }
+    }
+}
+
+/// Eigenvalues and eigenvectors of the symmetric `n` × `n` matrix whose upper triangle `a`
+/// holds, and the components ordered by eigenvalue, largest first.
+pub(super) fn principal_components(mut a: Vec<f64>, n: usize) -> (Vec<f64>, Vec<f64>, Vec<usize>) {
+    mirror_upper(&mut a, n);
+    let (values, vectors) = symmetric_eigen(a, n);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&x, &y| values[y].total_cmp(&values[x]));
+    (values, vectors, order)
+}
+
 /// Eigenvalues and eigenvectors (columns of a row-major `n` × `n` matrix) of the symmetric
 /// matrix `a`, by cyclic Jacobi rotations: simple, and exact enough for a few hundred
 /// dimensions in well under a second.
-pub(super) fn symmetric_eigen(mut a: Vec<f64>, n: usize) -> (Vec<f64>, Vec<f64>) {
+fn symmetric_eigen(mut a: Vec<f64>, n: usize) -> (Vec<f64>, Vec<f64>) {
     let mut v = vec![0.0f64; n * n];
     for i in 0..n {
         v[i * n + i] = 1.0;

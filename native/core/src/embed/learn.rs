@@ -20,7 +20,9 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use super::distill::{check_destination, symmetric_eigen, write_model};
+use super::distill::{
+    add_outer_upper, check_destination, mirror_upper, principal_components, write_model,
+};
 use super::{DEFAULT_MAX_TOKENS, Embedder, StaticEmbedder, TransformerEmbedder};
 use crate::error::{Error, Result};
 
@@ -226,7 +228,8 @@ impl Bags {
             .zip(texts.par_iter())
             .for_each(|(o, &i)| {
                 for (col, v) in self.row(i) {
-                    let row = &table[index(col) * dims..(index(col) + 1) * dims];
+                    let at = index(col) * dims;
+                    let row = &table[at..at + dims];
                     for (x, r) in o.iter_mut().zip(row) {
                         *x += v * r;
                     }
@@ -493,36 +496,18 @@ fn ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
 /// vectors (uncentred principal directions: a projection that keeps dot products), one row
 /// per text.
 fn project_targets(teacher: &[f32], width: usize, dims: usize, train: &[usize]) -> Vec<f64> {
+    let teacher: Vec<f64> = teacher.iter().map(|&x| f64::from(x)).collect();
     let mut gram = vec![0.0f64; width * width];
     for &i in train {
-        let t = &teacher[i * width..(i + 1) * width];
-        for a in 0..width {
-            let ta = f64::from(t[a]);
-            for b in a..width {
-                gram[a * width + b] += ta * f64::from(t[b]);
-            }
-        }
+        add_outer_upper(&mut gram, &teacher[i * width..(i + 1) * width]);
     }
-    for a in 0..width {
-        for b in 0..a {
-            gram[a * width + b] = gram[b * width + a];
-        }
-    }
-    let (values, vectors) = symmetric_eigen(gram, width);
-    let mut order: Vec<usize> = (0..width).collect();
-    order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
-    let (order, vectors) = (&order[..dims], &vectors);
-    teacher
-        .par_chunks(width)
-        .flat_map_iter(|t| {
-            order.iter().map(move |&component| {
-                t.iter()
-                    .enumerate()
-                    .map(|(k, &v)| f64::from(v) * vectors[k * width + component])
-                    .sum::<f64>()
-            })
-        })
-        .collect()
+    let (_, vectors, order) = principal_components(gram, width);
+    // The kept eigenvectors as a width × dims matrix.
+    let projection: Vec<f64> = (0..width)
+        .flat_map(|k| order[..dims].iter().map(move |&c| (k, c)))
+        .map(|(k, c)| vectors[k * width + c])
+        .collect();
+    times(&teacher, width, &projection, dims)
 }
 
 /// Ridges of the alignment, relative to the mean diagonal of its normal equations; the
@@ -546,21 +531,15 @@ fn align(
     let mut gram = vec![0.0f64; base_dims * base_dims];
     let mut cross = vec![0.0f64; base_dims * dims];
     for (s, &i) in means.chunks_exact(base_dims).zip(train) {
+        add_outer_upper(&mut gram, s);
         let t = &targets[i * dims..(i + 1) * dims];
-        for a in 0..base_dims {
-            for b in a..base_dims {
-                gram[a * base_dims + b] += s[a] * s[b];
-            }
-            for (c, tv) in t.iter().enumerate() {
-                cross[a * dims + c] += s[a] * tv;
+        for (a, sa) in s.iter().enumerate() {
+            for (c, tv) in cross[a * dims..(a + 1) * dims].iter_mut().zip(t) {
+                *c += sa * tv;
             }
         }
     }
-    for a in 0..base_dims {
-        for b in 0..a {
-            gram[a * base_dims + b] = gram[b * base_dims + a];
-        }
-    }
+    mirror_upper(&mut gram, base_dims);
     #[allow(clippy::cast_precision_loss)]
     let diagonal = (0..base_dims).map(|a| gram[a * base_dims + a]).sum::<f64>() / base_dims as f64;
     let held_means = bags.mean_rows(held, base, base_dims, known);
