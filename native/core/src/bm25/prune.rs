@@ -88,7 +88,7 @@ fn bound(idf: f32, k1: f32, max_tf: f32) -> f32 {
 
 /// `Σ_f tf_f · norm_f(d)`: the part of a term's score that depends on the document.
 #[inline]
-fn tf_weight(norms: &FieldNorms, tf: [u16; NUM_FIELDS], lens: &[u32; NUM_FIELDS]) -> f32 {
+fn tf_weight(norms: &FieldNorms, tf: [u16; NUM_FIELDS], lens: &[u16; NUM_FIELDS]) -> f32 {
     let mut t = 0.0f32;
     for (f, &tf) in tf.iter().enumerate() {
         if tf != 0 {
@@ -370,7 +370,7 @@ impl<'a> Cursor<'a> {
     }
 
     #[inline]
-    fn score(&self, k1: f32, norms: &FieldNorms, lens: &[u32; NUM_FIELDS]) -> f32 {
+    fn score(&self, k1: f32, norms: &FieldNorms, lens: &[u16; NUM_FIELDS]) -> f32 {
         let t = tf_weight(norms, self.tf, lens);
         if t == 0.0 {
             return 0.0;
