@@ -2771,6 +2771,26 @@ mod tests {
         assert!(loaded_ok > 0);
     }
 
+    /// Snapshots from before u16 lengths hold u32 ones: a longer length loads saturated, so the
+    /// index is the one a fresh analysis builds.
+    #[test]
+    fn an_older_snapshots_longer_lengths_load_saturated() {
+        let mut index = Bm25Index::default();
+        index.insert(0, RawDoc::new("", "", "", &"x ".repeat(70_000)).analyzed());
+        index.insert(1, RawDoc::new("", "", "", "x y").analyzed());
+        let mut body = Vec::new();
+        index.write_body(&mut body, b"").unwrap();
+        // The parameters (k1, then b and the weight of each field), the document count, then
+        // each document: its key and its field lengths as u32.
+        let at = 4 * (1 + 2 * NUM_FIELDS) + 4 + 8 + 4 * Field::Body.index();
+        assert_eq!(body[at..at + 4], u32::from(u16::MAX).to_le_bytes());
+        body[at..at + 4].copy_from_slice(&70_000u32.to_le_bytes());
+        let (old, _) = parse_body(&body).unwrap();
+        assert_eq!(old.lens, index.lens);
+        assert_eq!(old.len_sums, index.len_sums);
+        assert_eq!(old.search("x", 10, None), index.search("x", 10, None));
+    }
+
     #[test]
     fn tf_saturates_and_large_gaps_round_trip() {
         let big = "x ".repeat(70_000);
