@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -33,6 +34,22 @@ def git(cwd: Path, *args: str) -> str:
     )
     assert result.returncode == 0, f"git {' '.join(args)} failed:\n{result.stderr}"
     return result.stdout
+
+
+def read_line(process: subprocess.Popen[str], timeout: float = 60.0) -> str:
+    """The next line ``process`` prints, or a failed test (and a killed process) once
+    ``timeout`` seconds pass without one: a child that never prints must not hang the suite."""
+    assert process.stdout is not None
+    stdout = process.stdout
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not lines:
+        process.kill()
+        _, stderr = process.communicate()
+        raise AssertionError(f"no line within {timeout} s; stderr:\n{stderr}")
+    return lines[0]
 
 
 def database_bytes(db: Path) -> bytes:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from coderecall import CodeIndex, IndexBusyError
-from helpers import SAMPLE_PROJECT, MakeRepo
+from helpers import SAMPLE_PROJECT, MakeRepo, read_line
 
 HOLD_LEASE = textwrap.dedent(
     """
@@ -36,8 +36,7 @@ def hold_lease(index_dir: Path, seconds: float) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "held"
+    assert read_line(proc).strip() == "held"
     return proc
 
 

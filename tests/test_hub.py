@@ -31,7 +31,7 @@ import pytest
 from coderecall import CodeIndex, Embedder, ModelError
 from coderecall._cli import main
 from coderecall._hub import SOURCE_FILE, pull_model
-from helpers import SAMPLE_PROJECT, MakeRepo
+from helpers import SAMPLE_PROJECT, MakeRepo, read_line
 
 MODEL = "acme/tiny-static"
 COMMIT = "3f0c8e1d2b4a59687766554433221100ffeeddcc"
@@ -561,8 +561,7 @@ def test_a_second_pull_of_the_same_folder_waits_its_turn(hub: FakeHub, cache: Pa
         text=True,
     )
     try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "locked"
+        assert read_line(holder).strip() == "locked"
         with pytest.raises(ModelError, match=r"another pull into .* is running"):
             pull_model(MODEL, endpoint=hub.endpoint)
         assert hub.requests == [], "refused before any request"

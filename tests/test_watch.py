@@ -26,7 +26,15 @@ from watchdog.observers.polling import PollingObserver
 import coderecall._watch
 from coderecall import CodeIndex, IndexReport, QueryError
 from coderecall._watch import Watcher
-from helpers import GIT_ENV, SAMPLE_PROJECT, MakeRepo, git, large_project, write_files
+from helpers import (
+    GIT_ENV,
+    SAMPLE_PROJECT,
+    MakeRepo,
+    git,
+    large_project,
+    read_line,
+    write_files,
+)
 
 DEBOUNCE = 0.05
 TIMEOUT = 10.0
@@ -406,10 +414,9 @@ def test_cli_watch_prints_a_line_per_update_and_stops_on_ctrl_c(project: Path) -
         text=True,
         env=env,
     ) as process:
-        assert process.stdout is not None
-        first = process.stdout.readline()
+        first = read_line(process)
         (project / "src" / "shop" / "auth.py").write_text("def rotate_keys():\n    ...\n")
-        second = process.stdout.readline()
+        second = read_line(process)
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
@@ -431,10 +438,9 @@ def test_cli_watch_json(project: Path) -> None:
         text=True,
         env=env,
     ) as process:
-        assert process.stdout is not None
-        first = json.loads(process.stdout.readline())
+        first = json.loads(read_line(process))
         (project / "web" / "cart.js").unlink()
-        second = json.loads(process.stdout.readline())
+        second = json.loads(read_line(process))
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
