@@ -417,7 +417,10 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
             }
             // A compound identifier is never an ordinary word of the sentence: it names code.
             let names_it = |name: &str| query.named.iter().any(|n| eq_lowercase(name, n));
-            if (!c.symbol.is_empty() && names_it(c.symbol)) || c.names.split(' ').any(names_it) {
+            if !query.named.is_empty()
+                && ((!c.symbol.is_empty() && names_it(c.symbol))
+                    || c.names.split(' ').any(names_it))
+            {
                 s *= w.named_identifier;
             }
         }

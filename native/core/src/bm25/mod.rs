@@ -1007,36 +1007,11 @@ impl Bm25Index {
         k: usize,
         filter: Option<&dyn Fn(u64) -> bool>,
     ) -> Vec<(u64, f32)> {
-        if k == 0 {
-            return Vec::new();
-        }
-        let mut heap: BinaryHeap<Hit> = BinaryHeap::with_capacity(k.min(1024) + 1);
+        let mut top = TopK::new(k);
         for (doc, score) in candidates {
-            // A document touched only through zero contributions (zero weights) stays out.
-            if score.partial_cmp(&0.0) != Some(Ordering::Greater) {
-                continue;
-            }
-            let hit = Hit {
-                score,
-                key: self.keys[doc as usize],
-            };
-            if heap.len() == k && heap.peek().is_some_and(|worst| hit >= *worst) {
-                continue;
-            }
-            if let Some(accept) = filter
-                && !accept(hit.key)
-            {
-                continue;
-            }
-            if heap.len() == k {
-                heap.pop();
-            }
-            heap.push(hit);
+            top.offer(score, || self.keys[doc as usize], filter);
         }
-        heap.into_sorted_vec()
-            .into_iter()
-            .map(|hit| (hit.key, hit.score))
-            .collect()
+        top.into_sorted()
     }
 
     /// Writes a compacted snapshot of the index and `meta` to `path`, atomically: a temporary
@@ -1744,6 +1719,69 @@ impl PartialEq for Hit {
 }
 
 impl Eq for Hit {}
+
+/// The best `k` hits offered so far, the worst on top of the heap.
+struct TopK {
+    heap: BinaryHeap<Hit>,
+    k: usize,
+}
+
+impl TopK {
+    fn new(k: usize) -> Self {
+        TopK {
+            heap: BinaryHeap::with_capacity(k.min(1024) + 1),
+            k,
+        }
+    }
+
+    /// Keeps the document if its score makes the top k and `filter` accepts its key. The key
+    /// is only read once the score alone cannot rule the document out: it is a random load
+    /// from a table as long as the index, and most scored documents never come close.
+    /// Returns whether the document was kept.
+    #[inline]
+    fn offer(
+        &mut self,
+        score: f32,
+        key: impl FnOnce() -> u64,
+        filter: Option<&dyn Fn(u64) -> bool>,
+    ) -> bool {
+        // A document touched only through zero contributions (zero weights) stays out.
+        if score.partial_cmp(&0.0) != Some(Ordering::Greater) || self.k == 0 {
+            return false;
+        }
+        let full = self.heap.len() == self.k;
+        if full && self.heap.peek().is_some_and(|worst| score < worst.score) {
+            return false;
+        }
+        let hit = Hit { score, key: key() };
+        if full && self.heap.peek().is_some_and(|worst| hit >= *worst) {
+            return false;
+        }
+        if filter.is_some_and(|accept| !accept(hit.key)) {
+            return false;
+        }
+        if full {
+            self.heap.pop();
+        }
+        self.heap.push(hit);
+        true
+    }
+
+    /// The k-th best score once k documents are kept.
+    fn threshold(&self) -> Option<f32> {
+        (self.heap.len() == self.k)
+            .then(|| self.heap.peek().map(|worst| worst.score))
+            .flatten()
+    }
+
+    fn into_sorted(self) -> Vec<(u64, f32)> {
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|hit| (hit.key, hit.score))
+            .collect()
+    }
+}
 
 fn all_live(n: usize) -> Vec<u64> {
     let mut live = vec![u64::MAX; n / 64];

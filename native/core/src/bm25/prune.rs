@@ -17,10 +17,9 @@
 //! ([`SkipCache`]). Building them costs one pass over the term's postings, the price of one
 //! exhaustive query.
 
-use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{Bm25Index, FieldNorms, Hit, NUM_FIELDS, decode_posting};
+use super::{Bm25Index, FieldNorms, NUM_FIELDS, TopK, decode_posting};
 use crate::hash::IntMap;
 
 /// Postings per block: the unit skipped without decoding (tiny in tests so skips happen).
@@ -179,7 +178,7 @@ impl Bm25Index {
             .collect();
         let all_live = self.live_docs == self.keys.len();
         let mut contrib = vec![0.0f32; ids.len()];
-        let mut heap: BinaryHeap<Hit> = BinaryHeap::with_capacity(k.min(1024) + 1);
+        let mut top = TopK::new(k);
         let mut theta = 0.0f32;
         // cursors[..essential] are non-essential.
         let mut essential = 0;
@@ -235,27 +234,11 @@ impl Bm25Index {
             // Summed in term order, as the accumulators do, for identical scores and ties.
             let score = contrib.iter().fold(0.0f32, |sum, &s| sum + s);
             contrib.fill(0.0);
-            if !reachable || score.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+            if !reachable || !top.offer(score, || self.keys[d], filter) {
                 continue;
             }
-            let hit = Hit {
-                score,
-                key: self.keys[d],
-            };
-            if heap.len() == k && heap.peek().is_some_and(|worst| hit >= *worst) {
-                continue;
-            }
-            if filter.is_some_and(|accept| !accept(hit.key)) {
-                continue;
-            }
-            if heap.len() == k {
-                heap.pop();
-            }
-            heap.push(hit);
-            if heap.len() == k
-                && let Some(worst) = heap.peek()
-            {
-                theta = worst.score;
+            if let Some(worst) = top.threshold() {
+                theta = worst;
                 while essential < cursors.len() && prefix[essential] < theta {
                     essential += 1;
                 }
@@ -264,10 +247,7 @@ impl Bm25Index {
                 }
             }
         }
-        heap.into_sorted_vec()
-            .into_iter()
-            .map(|hit| (hit.key, hit.score))
-            .collect()
+        top.into_sorted()
     }
 
     /// Scores of the live internal ids `docs` (ascending) for the terms `ids`, summed in term
