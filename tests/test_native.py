@@ -102,3 +102,34 @@ def test_importing_the_module_fixes_the_thread_count_once_unless_the_user_did(
         assert value == given
     else:  # rayon's default: the CPUs this process may use, less under a cgroup quota
         assert 1 <= int(value) <= len(os.sched_getaffinity(0))
+
+
+def test_text_index_length_normalisation_follows_b() -> None:
+    from coderecall._native import TextIndex
+
+    short = "the kiln cracked"
+    long = "the kiln cracked " + " ".join(f"filler{i}" for i in range(40))
+    scores = {}
+    for b in (0.0, 0.75):
+        index = TextIndex(b=b)
+        index.insert(1, short)
+        index.insert(2, long)
+        index.insert(3, "nothing in common here")
+        scores[b] = dict(index.search("kiln", 3))
+    # Without length normalisation both texts score alike; with it the short one wins.
+    assert scores[0.0][1] == pytest.approx(scores[0.0][2])
+    assert scores[0.75][1] > scores[0.75][2]
+    # The default is the code index's b (0.75).
+    index = TextIndex()
+    index.insert(1, short)
+    index.insert(2, long)
+    index.insert(3, "nothing in common here")
+    assert dict(index.search("kiln", 3)) == pytest.approx(scores[0.75])
+
+
+@pytest.mark.parametrize("params", [{"k1": -1.0}, {"b": 1.5}, {"b": float("nan")}])
+def test_text_index_refuses_invalid_parameters(params: dict[str, float]) -> None:
+    from coderecall._native import TextIndex
+
+    with pytest.raises(ValueError, match="invalid BM25 parameters"):
+        TextIndex(**params)

@@ -139,6 +139,10 @@ _WINDOW_REACH = 2
 """A record's window: itself and up to this many records before and after it in its
 session. What a turn of a conversation is about is often said in the turns around it ("How
 was the workshop?" ... "I loved it"), so a query's words may meet only in the window."""
+_LENGTH_NORM = 0.5
+"""BM25's length normalisation (b) for records and windows, softer than code's 0.75: a long
+turn of a conversation is not less about what it names (on LoCoMo it ranked better on
+both halves of the data; benches/memory/README.md)."""
 _EMBED_BATCH = 64
 _CONDENSED_CHARS = 400
 """Characters kept of each session summary condensed into a learned pattern."""
@@ -774,7 +778,7 @@ class MemoryStore:
             " ORDER BY session, created_at, id",
             (self._project,),
         ).fetchall()
-        lexicon = _Lexicon(TextIndex(), TextIndex(), {}, {})
+        lexicon = _Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM), {}, {})
         for at, row in enumerate(rows):
             tags = " ".join(json.loads(row["tags"]))
             lexicon.records.insert(row["id"], row["text"], tags, row["type"])

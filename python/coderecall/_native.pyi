@@ -261,7 +261,9 @@ class TextIndex:
     memory. ``body`` is the text, ``name`` its labels (weighted like a definition's name),
     ``kind`` its type. Thread-safe."""
 
-    def __new__(cls) -> Self: ...
+    def __new__(cls, *, k1: float | None = None, b: float | None = None) -> Self:
+        """``k1`` and ``b`` (the body's length normalisation) default to the code index's;
+        ValueError unless ``k1 >= 0`` and ``0 <= b <= 1``."""
     def insert(self, key: int, body: str, name: str = "", kind: str = "") -> None:
         """Add (or replace) the text under ``key``."""
     def remove(self, key: int) -> bool: ...

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::RwLock;
 
-use coderecall_core::bm25::{Bm25Index, Bm25Params, DocFields, analyze_doc};
+use coderecall_core::bm25::{Bm25Index, Bm25Params, DocFields, Field, analyze_doc};
 use pyo3::prelude::*;
 
 /// A BM25F index of texts keyed by integers: `body` is the text, `name` its labels (tags,
@@ -30,11 +30,27 @@ impl TextIndex {
 
 #[pymethods]
 impl TextIndex {
+    /// `k1` and `b` (the body's length normalisation) default to the code index's values.
     #[new]
-    fn new() -> Self {
-        TextIndex {
-            inner: RwLock::new(Bm25Index::new(Bm25Params::default())),
+    #[pyo3(signature = (*, k1 = None, b = None))]
+    fn new(k1: Option<f32>, b: Option<f32>) -> PyResult<Self> {
+        let mut params = Bm25Params::default();
+        if let Some(k1) = k1 {
+            params.k1 = k1;
         }
+        if let Some(b) = b {
+            params.b[Field::Body.index()] = b;
+        }
+        if !params.is_valid() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "invalid BM25 parameters: k1 = {}, b = {} (k1 >= 0, 0 <= b <= 1)",
+                params.k1,
+                params.b[Field::Body.index()]
+            )));
+        }
+        Ok(TextIndex {
+            inner: RwLock::new(Bm25Index::new(params)),
+        })
     }
 
     /// Adds (or replaces) the text under `key`.
