@@ -16,6 +16,12 @@ use tree_sitter::{Node, ParseOptions, Parser, QueryCursor, StreamingIterator};
 use crate::hash::content_hash;
 use crate::lang::Language;
 
+/// Bumped whenever the chunks, symbols or references produced for a text change. It seeds
+/// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
+/// are unknown content, parsed again when their paths are next read (the store has every path
+/// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
+pub const VERSION: u32 = 1;
+
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
 pub const MAX_TOKENS: usize = 480;

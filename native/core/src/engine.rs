@@ -20,7 +20,7 @@ use crate::bm25::{AnalyzedDoc, Bm25Index, Bm25Params, DocFields, analyze_doc};
 use crate::chunk::{Chunk, ChunkKind, chunk_file, join_symbol_path};
 use crate::error::{Error, Result};
 use crate::graph::Graph;
-use crate::hash::{IntMap, content_hash};
+use crate::hash::{IntMap, file_hash};
 use crate::lang::{Language, module_path};
 use crate::rank::{
     Candidate, PathClass, Query, QueryClass, Weights, classify_path, diversify, fingerprints,
@@ -1855,7 +1855,7 @@ fn read_file(
         path: f.path.clone(),
         mtime_ns: f.mtime_ns,
         size: f.size,
-        hash: content_hash(&bytes),
+        hash: file_hash(&bytes),
         bytes,
     })
 }

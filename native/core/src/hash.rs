@@ -1,4 +1,5 @@
-//! Content addressing: every file version and chunk is keyed by the xxh3 hash of its bytes.
+//! Content addressing: every file version and chunk is keyed by the xxh3 hash of its bytes
+//! (a file version's seeded with the chunker's version).
 //! Also the hasher of the crate's integer-keyed maps.
 
 use std::hash::{BuildHasherDefault, Hasher};
@@ -8,6 +9,14 @@ use std::hash::{BuildHasherDefault, Hasher};
 pub fn content_hash(bytes: &[u8]) -> i64 {
     // Reinterpreting the bits keeps the full 64-bit hash in an INTEGER column.
     i64::from_ne_bytes(xxhash_rust::xxh3::xxh3_64(bytes).to_ne_bytes())
+}
+
+/// The key of a file version: xxh3-64 of its bytes seeded with the chunker's
+/// [`crate::chunk::VERSION`], so a version chunked by other rules is never taken as known.
+#[must_use]
+pub fn file_hash(bytes: &[u8]) -> i64 {
+    let hash = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, u64::from(crate::chunk::VERSION));
+    i64::from_ne_bytes(hash.to_ne_bytes())
 }
 
 /// A fast hasher for integer keys (internal term ids, caller document keys). Keys are not
@@ -40,3 +49,18 @@ impl Hasher for IntHasher {
 
 /// A `HashMap` keyed by integers, hashed with [`IntHasher`].
 pub type IntMap<K, V> = std::collections::HashMap<K, V, BuildIntHasher>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file version's key depends on the chunker's version; a chunk's only on its bytes,
+    /// so vectors survive a new chunker wherever a chunk's text is unchanged.
+    #[test]
+    fn file_versions_are_keyed_by_the_chunker_version_and_chunks_are_not() {
+        let text = b"def f():\n    return 1\n";
+        assert_eq!(file_hash(text), file_hash(text));
+        assert_ne!(file_hash(text), content_hash(text));
+        assert_ne!(file_hash(text), file_hash(b"def f():\n    return 2\n"));
+    }
+}

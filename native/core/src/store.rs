@@ -506,6 +506,23 @@ impl Store {
                 i64::try_from(from + 1).unwrap_or(i64::MAX),
             )?;
         }
+        // Versions chunked by other rules are keyed by other hashes (`hash::file_hash`), but
+        // an unchanged file is not read again: make every path's stat stale, once.
+        let chunker: Option<String> = tx
+            .query_row("SELECT value FROM meta WHERE key = 'chunker'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let current = crate::chunk::VERSION.to_string();
+        if chunker.as_deref() != Some(current.as_str()) {
+            tx.execute("UPDATE view_files SET mtime_ns = -1", [])?;
+            // Versions stored before now can never be known again: garbage once orphaned.
+            tx.execute(
+                "INSERT OR REPLACE INTO meta (key, value)
+                 VALUES ('chunker', ?1), ('chunker_since', ?2)",
+                params![current, unix_now().to_string()],
+            )?;
+        }
         tx.commit()?;
         if (1..OUTLINES).contains(&version) {
             // The chunk and symbol tables just dropped leave 40% of a large index as free
@@ -1133,14 +1150,25 @@ impl Store {
             forget_view(&tx, id, None)?;
             stats.views += 1;
         }
-        let expired = "FROM files WHERE orphaned_at IS NOT NULL AND orphaned_at <= ?1
+        // Versions chunked by other rules (stored before `chunker_since`) go without grace:
+        // their keys can never come back (`hash::file_hash`).
+        let chunker_since: i64 = tx
+            .query_row(
+                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'chunker_since'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(0);
+        let expired = "FROM files WHERE orphaned_at IS NOT NULL
+                       AND (orphaned_at <= ?1 OR indexed_at < ?2)
                        AND NOT EXISTS (SELECT 1 FROM view_files WHERE file_hash = files.hash)";
         let chunks: i64 = tx.query_row(
             &format!("SELECT coalesce(sum(chunk_count), 0) {expired}"),
-            [cutoff],
+            [cutoff, chunker_since],
             |r| r.get(0),
         )?;
-        let files = tx.execute(&format!("DELETE {expired}"), [cutoff])?;
+        let files = tx.execute(&format!("DELETE {expired}"), [cutoff, chunker_since])?;
         stats.file_versions = files as u64;
         stats.chunks = chunks.max(0).unsigned_abs();
         if files > 0 {
@@ -1641,6 +1669,91 @@ mod tests {
         assert!(refs_of(&store).iter().any(|r| r.name == "getcwd"));
         assert_eq!(store.chunks(v.hash).unwrap(), chunks);
         assert_eq!(store.known_hashes(&[v.hash]).unwrap().len(), 1);
+    }
+
+    /// A database last opened with another chunker version has every path's stat made
+    /// stale once, so unchanged files are read again and their versions, now keyed by other
+    /// hashes, chunked by the current rules.
+    #[test]
+    fn a_new_chunker_version_has_every_path_read_again_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mtimes = |store: &Store| -> Vec<i64> {
+            store
+                .conn
+                .prepare("SELECT mtime_ns FROM view_files")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        let (store, _) = published(dir.path(), "a.py", "def f():\n    return 1\n");
+        assert_eq!(mtimes(&store), vec![1]);
+        drop(store);
+        let store = Store::open(&dir.path().join("index.db")).unwrap();
+        assert_eq!(
+            mtimes(&store),
+            vec![1],
+            "same chunker: nothing to read again"
+        );
+        store
+            .conn
+            .execute("UPDATE meta SET value = '0' WHERE key = 'chunker'", [])
+            .unwrap();
+        drop(store);
+        let store = Store::open(&dir.path().join("index.db")).unwrap();
+        assert_eq!(mtimes(&store), vec![-1]);
+        let chunker: String = store
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'chunker'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(chunker, crate::chunk::VERSION.to_string());
+    }
+
+    /// Versions stored before the chunker changed can never be known again: once no view
+    /// holds them they are collected at once, while others keep their grace.
+    #[test]
+    fn versions_of_an_older_chunker_are_collected_without_grace() {
+        let dir = tempfile::tempdir().unwrap();
+        let week = Duration::from_secs(7 * 86_400);
+        let replace = |store: &mut Store, text: &str| {
+            let v = python_version(text);
+            store
+                .publish(DEFAULT_VIEW, &changes(&v, &upsert("a.py", &v), &[]), || {
+                    Ok(())
+                })
+                .unwrap();
+        };
+        let versions = |store: &Store| -> i64 {
+            store
+                .conn
+                .query_row("SELECT count(*) FROM files", [], |r| r.get(0))
+                .unwrap()
+        };
+        let (mut store, _) = published(dir.path(), "a.py", "def f():\n    return 1\n");
+        replace(&mut store, "def f():\n    return 2\n");
+        assert_eq!(store.collect_garbage(week).unwrap().file_versions, 0);
+        assert_eq!(
+            versions(&store),
+            2,
+            "an orphan of this chunker keeps its grace"
+        );
+        // Both versions were stored a minute ago, and the chunker changes now.
+        store
+            .conn
+            .execute_batch(
+                "UPDATE files SET indexed_at = indexed_at - 60;
+                 UPDATE meta SET value = '0' WHERE key = 'chunker';",
+            )
+            .unwrap();
+        drop(store);
+        let mut store = Store::open(&dir.path().join("index.db")).unwrap();
+        assert_eq!(store.collect_garbage(week).unwrap().file_versions, 1);
+        replace(&mut store, "def f():\n    return 3\n");
+        assert_eq!(store.collect_garbage(week).unwrap().file_versions, 1);
+        assert_eq!(versions(&store), 1, "only the version stored since remains");
     }
 
     #[test]
