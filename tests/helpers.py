@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from pathlib import Path
 
 # Git must behave the same on every machine: no user or system config, a fixed identity.
@@ -55,6 +57,25 @@ def read_line(process: subprocess.Popen[str], timeout: float = 60.0) -> str:
 def database_bytes(db: Path) -> bytes:
     """Every byte SQLite keeps for ``db``: the file, its WAL and shared memory."""
     return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+
+
+def as_if_chunked_by_older_rules(db: Path, paths: Sequence[str]) -> list[int]:
+    """Make the index at ``db`` look written by a release with other chunking rules: its
+    record of the chunker differs, every version was stored a minute ago, and the versions
+    of ``paths`` are keyed by other hashes (as another chunker's keys would be). Returns
+    those keys."""
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("UPDATE meta SET value = '0' WHERE key = 'chunker'")
+        conn.execute("UPDATE files SET indexed_at = indexed_at - 60")
+        keys = []
+        for path in paths:
+            (old,) = conn.execute(
+                "SELECT file_hash FROM view_files WHERE path = ?", (path,)
+            ).fetchone()
+            conn.execute("UPDATE view_files SET file_hash = ? WHERE file_hash = ?", (old ^ 1, old))
+            conn.execute("UPDATE files SET hash = ? WHERE hash = ?", (old ^ 1, old))
+            keys.append(old ^ 1)
+    return keys
 
 
 def write_files(root: Path, files: Files) -> None:

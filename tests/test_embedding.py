@@ -13,7 +13,7 @@ import pytest
 
 from coderecall import CodeIndex, ConfigError, ModelError, QueryError
 from coderecall._cli import main
-from helpers import SAMPLE_PROJECT, MakeRepo
+from helpers import SAMPLE_PROJECT, MakeRepo, as_if_chunked_by_older_rules
 
 NATURAL = "refresh the access token before it expires"
 
@@ -39,6 +39,22 @@ def test_auto_without_a_model_is_lexical_only_and_says_how_to_enable_semantic_se
     assert hits
     assert all(hit.channels == ("lexical",) for hit in hits)
     assert not vector_files(index)
+
+
+def test_new_chunking_rules_chunk_again_and_keep_the_embeddings(
+    make_repo: MakeRepo, static_model: Path, in_cache: Path
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root) as index:
+        first = index.index(progress=False)
+        assert first.chunks_embedded > 0
+    as_if_chunked_by_older_rules(index.index_dir / "index.db", list(SAMPLE_PROJECT))
+    with CodeIndex(root) as index:
+        report = index.index(progress=False)
+        assert report.files_parsed == len(SAMPLE_PROJECT)
+        assert report.chunks_embedded == 0, "unchanged chunk texts keep their vectors"
+        assert report.embeddings_pending == 0
+        assert any("semantic" in hit.channels for hit in index.search(NATURAL, limit=20))
 
 
 def test_provider_none_is_silent(make_repo: MakeRepo) -> None:

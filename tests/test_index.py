@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from coderecall import CodeIndex, Config, QueryError, RootRefusedError, SearchHit, StoreError
-from helpers import SAMPLE_PROJECT, MakeRepo, git, large_project
+from helpers import SAMPLE_PROJECT, MakeRepo, as_if_chunked_by_older_rules, git, large_project
 
 SAMPLE_FILES = len(SAMPLE_PROJECT)
 
@@ -256,17 +256,9 @@ def test_force_rereads_every_file(index: CodeIndex) -> None:
 
 
 def test_versions_chunked_by_other_rules_are_chunked_again(index: CodeIndex) -> None:
-    # An index written by a release with other chunking rules: its record of the chunker
-    # differs, and its versions are keyed by other hashes (here, one file's).
     index.close()
-    with closing(sqlite3.connect(index.index_dir / "index.db")) as conn, conn:
-        (old,) = conn.execute(
-            "SELECT file_hash FROM view_files WHERE path = 'src/shop/billing.py'"
-        ).fetchone()
-        conn.execute("UPDATE view_files SET file_hash = ? WHERE file_hash = ?", (old ^ 1, old))
-        conn.execute("UPDATE files SET hash = ? WHERE hash = ?", (old ^ 1, old))
-        conn.execute("UPDATE meta SET value = '0' WHERE key = 'chunker'")
-        conn.execute("UPDATE files SET indexed_at = indexed_at - 60")  # before the upgrade
+    db = index.index_dir / "index.db"
+    (old,) = as_if_chunked_by_older_rules(db, ["src/shop/billing.py"])
     report = index.index()
     assert report.files_unchanged == 0, "every path is read again, though none changed"
     assert report.files_parsed == 1, "only the version keyed by other rules is parsed"
@@ -276,10 +268,8 @@ def test_versions_chunked_by_other_rules_are_chunked_again(index: CodeIndex) -> 
     assert again.files_unchanged == SAMPLE_FILES
     assert again.files_parsed == 0
     # The version keyed by other rules can never be known again: collected without grace.
-    with closing(sqlite3.connect(index.index_dir / "index.db")) as conn:
-        assert conn.execute("SELECT count(*) FROM files WHERE hash = ?", (old ^ 1,)).fetchone() == (
-            0,
-        )
+    with closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("SELECT count(*) FROM files WHERE hash = ?", (old,)).fetchone() == (0,)
 
 
 def test_every_skip_reason_is_reported(project: Path, tmp_path: Path) -> None:

@@ -223,8 +223,8 @@ const MIGRATIONS: &[Migration] = &[
 /// How long a statement waits for another connection's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The schema version that moved chunks and symbols into outlines.
-const OUTLINES: i64 = 7;
+/// The schema version that numbered the models of vectors (the last to rewrite a table).
+const MODEL_NUMBERS: i64 = 8;
 
 /// Migration 7: every file version's chunk and symbol rows become its outline, then the
 /// tables go.
@@ -547,10 +547,11 @@ impl Store {
             )?;
         }
         tx.commit()?;
-        if (1..OUTLINES).contains(&version) {
-            // The chunk and symbol tables just dropped leave 40% of a large index as free
-            // pages. Best effort: with another process reading, VACUUM gives up after a
-            // short wait (opening must not stall on it), and later writes reuse the pages.
+        if (1..MODEL_NUMBERS).contains(&version) {
+            // The tables just dropped leave free pages: 40% of a large index for the chunk
+            // and symbol rows (schema 7), the old vectors table (8). Best effort: with another
+            // process reading, VACUUM gives up after a short wait (opening must not stall on
+            // it), and later writes reuse the pages.
             self.conn.busy_timeout(Duration::from_secs(2))?;
             let _ = self.conn.execute_batch("VACUUM");
             self.conn.busy_timeout(BUSY_TIMEOUT)?;
