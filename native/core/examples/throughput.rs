@@ -2,48 +2,17 @@
 //! `cargo run --release --example throughput -- DIR [DIR...]`.
 #![allow(clippy::print_stdout, clippy::cast_precision_loss)]
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use coderecall_core::analyzer::for_each_token;
 use coderecall_core::chunk::{MAX_DEFINITION_DEPTH, chunk_file};
-use coderecall_core::lang::Language;
 use rayon::prelude::*;
 use tree_sitter::StreamingIterator;
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            walk(&entry.path(), out);
-        } else if kind.is_file() {
-            out.push(entry.path());
-        }
-    }
-}
+mod support;
 
 fn main() {
-    let mut paths = Vec::new();
-    for dir in std::env::args().skip(1) {
-        walk(Path::new(&dir), &mut paths);
-    }
-    let files: Vec<(String, Language, String)> = paths
-        .iter()
-        .filter_map(|p| {
-            let bytes = std::fs::read(p).ok()?;
-            if bytes.len() > 1 << 20 || bytes.iter().take(8000).any(|&b| b == 0) {
-                return None;
-            }
-            let name = p.to_string_lossy().into_owned();
-            let lang = Language::detect(&name, &bytes)?;
-            Some((name, lang, String::from_utf8(bytes).ok()?))
-        })
-        .collect();
+    let files = support::source_files(std::env::args().skip(1));
     let mb = files.iter().map(|f| f.2.len()).sum::<usize>() as f64 / 1e6;
     let threads = rayon::current_num_threads();
     let time = |label: &str, f: &dyn Fn() -> usize| {

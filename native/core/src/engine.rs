@@ -373,27 +373,32 @@ impl Lexical {
         }
     }
 
-    fn insert_path(&mut self, entry: &ViewEntry, chunks: PathDocs) {
-        let count = chunks.iter().map(|(o, ..)| o + 1).max().unwrap_or(0);
-        for (ordinal, meta, analyzed) in chunks {
-            let key = doc_key(entry.path_id, ordinal);
-            for name in meta.names.split(' ').filter(|n| !n.is_empty()) {
-                self.names.entry(name.to_lowercase()).or_default().push(key);
+    /// Adds the documents of paths the index does not hold (their old documents are gone).
+    fn insert_paths(&mut self, paths: Vec<(&ViewEntry, PathDocs)>) {
+        let mut batch = Vec::with_capacity(paths.iter().map(|(_, docs)| docs.len()).sum());
+        for (entry, chunks) in paths {
+            let count = chunks.iter().map(|(o, ..)| o + 1).max().unwrap_or(0);
+            for (ordinal, meta, analyzed) in chunks {
+                let key = doc_key(entry.path_id, ordinal);
+                for name in meta.names.split(' ').filter(|n| !n.is_empty()) {
+                    self.names.entry(name.to_lowercase()).or_default().push(key);
+                }
+                batch.push((key, analyzed));
+                self.docs.insert(key, meta);
             }
-            self.bm25.insert(key, analyzed);
-            self.docs.insert(key, meta);
+            self.paths.insert(
+                entry.path_id,
+                PathMeta {
+                    path: entry.path.clone(),
+                    file_hash: entry.file_hash,
+                    language: entry.language,
+                    chunks: count,
+                    class: classify_path(&entry.path),
+                    prints: fingerprints(&entry.path),
+                },
+            );
         }
-        self.paths.insert(
-            entry.path_id,
-            PathMeta {
-                path: entry.path.clone(),
-                file_hash: entry.file_hash,
-                language: entry.language,
-                chunks: count,
-                class: classify_path(&entry.path),
-                prints: fingerprints(&entry.path),
-            },
-        );
+        self.bm25.extend(batch);
     }
 
     /// What the view holds, as [`Store::view_counts`] counts it.
@@ -1030,9 +1035,7 @@ impl Engine {
         );
         changed += analyzed.len();
         let bulk = analyzed.len() > lexical.paths.len();
-        for (entry, docs) in analyzed {
-            lexical.insert_path(entry, docs);
-        }
+        lexical.insert_paths(analyzed);
         if bulk {
             // After a build or a large change, packing the postings saves about a quarter of
             // the memory for a few milliseconds.
