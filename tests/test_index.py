@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -312,6 +314,45 @@ def test_ctrl_c_cancels_without_publishing(make_repo: MakeRepo) -> None:
             index.index(progress=interrupt)
         assert index.status().generation == 0
         assert index.index().files_parsed == len(large_project())
+
+
+@pytest.mark.slow
+def test_a_new_process_reads_texts_compressed_with_the_trained_dictionary(
+    make_repo: MakeRepo,
+) -> None:
+    # 9 MB of new text: enough for a first index to train a zstd dictionary for its texts.
+    files = large_project(1000)
+    root = make_repo(files, init=False)
+    with CodeIndex(root) as index:
+        index.index()
+        index_dir = index.index_dir
+    with closing(sqlite3.connect(index_dir / "index.db")) as db:
+        (current,) = db.execute("SELECT value FROM meta WHERE key = 'text_dictionary'").fetchone()
+        (size,) = db.execute(
+            "SELECT length(value) FROM meta WHERE key = ?", (f"dictionary:{current}",)
+        ).fetchone()
+    assert 0 < size <= 64 << 10
+
+    # The process that trained it has registered it; new ones must read it from the index.
+    def run(body: str) -> list[str]:
+        script = (
+            "import sys\nfrom coderecall import CodeIndex\n"
+            f"with CodeIndex(sys.argv[1]) as index:\n{body}"
+        )
+        return subprocess.run(
+            [sys.executable, "-c", script, str(root)], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+
+    assert run("    print(index.health().problems)\n") == ["()"]
+    head, *content = run(
+        "    hit = index.search('function_417_93', limit=1)[0]\n"
+        "    print(hit.path, hit.start_line, hit.end_line)\n"
+        "    print(hit.content, end='')\n"
+    )
+    path, start, end = head.split()
+    assert path == "pkg/module_417.py"
+    assert content == files[path].splitlines()[int(start) - 1 : int(end)]
+    assert "def function_417_93(value):" in content
 
 
 def test_progress_callback_ends_at_the_total(project: Path) -> None:

@@ -218,6 +218,10 @@ const MIGRATIONS: &[Migration] = &[
     ALTER TABLE vectors_by_model_id RENAME TO vectors;
     ",
     ),
+    // 9: a stored text may be compressed with a zstd dictionary kept in `meta`
+    // (`dictionary:<id>`; `text_dictionary` names the one new texts use). Nothing to change,
+    // but a release that cannot read such texts must not open the index.
+    Migration::Sql("SELECT 1"),
 ];
 
 /// How long a statement waits for another connection's lock before failing.
@@ -377,7 +381,14 @@ impl FileVersion {
     /// A version of `text` (the decoded file, byte-order mark removed) with its chunks and
     /// symbols. Compresses the text: call it on the worker threads, not while publishing.
     #[must_use]
-    pub fn new(hash: i64, language: Language, size: u64, text: &str, parsed: FileChunks) -> Self {
+    pub fn new(
+        hash: i64,
+        language: Language,
+        size: u64,
+        text: &str,
+        parsed: FileChunks,
+        dictionary: Option<&'static crate::textblob::Dictionary>,
+    ) -> Self {
         let FileChunks {
             chunks,
             symbols,
@@ -399,7 +410,7 @@ impl FileVersion {
             refs: crate::refs::encode(&refs),
             // Compressing only fails on allocation failure; storing the chunk text instead
             // (no file text) keeps the version readable even then.
-            text: crate::textblob::compress(text).unwrap_or_default(),
+            text: crate::textblob::compress(text, dictionary).unwrap_or_default(),
             derived,
             outline: Vec::new(),
         }
@@ -633,6 +644,77 @@ impl Store {
             [key, value],
         )?;
         Ok(())
+    }
+
+    /// The dictionary new file texts are compressed with, if the index has one.
+    pub fn text_dictionary(&self) -> Result<Option<&'static crate::textblob::Dictionary>> {
+        let Some(id) = self.get_meta("text_dictionary")? else {
+            return Ok(None);
+        };
+        let id = u64::from_str_radix(&id, 16).map_err(|_| Error::Corrupt {
+            path: self.path.clone(),
+            reason: format!("meta text_dictionary is not an id: {id:?}"),
+        })?;
+        self.dictionary(id).map(Some)
+    }
+
+    /// Stores `bytes` as the dictionary for new file texts, unless another writer stored one
+    /// first: then that one is returned, and used.
+    pub fn set_text_dictionary(
+        &mut self,
+        bytes: &[u8],
+    ) -> Result<&'static crate::textblob::Dictionary> {
+        let id = crate::textblob::dictionary_id(bytes);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)",
+            params![format!("dictionary:{id:016x}"), bytes],
+        )?;
+        tx.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('text_dictionary', ?1)",
+            [format!("{id:016x}")],
+        )?;
+        tx.commit()?;
+        self.text_dictionary()?
+            .ok_or_else(|| Error::InvalidArgument("the text dictionary was not stored".into()))
+    }
+
+    /// The dictionary `id` of this index, registered for every reader in the process.
+    fn dictionary(&self, id: u64) -> Result<&'static crate::textblob::Dictionary> {
+        if let Some(known) = crate::textblob::registered(id) {
+            return Ok(known);
+        }
+        let bytes: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                [format!("dictionary:{id:016x}")],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let bytes = bytes.ok_or_else(|| Error::Corrupt {
+            path: self.path.clone(),
+            reason: format!("the text dictionary {id:016x} is missing"),
+        })?;
+        let dictionary = crate::textblob::register(&bytes);
+        if dictionary.id != id {
+            return Err(Error::Corrupt {
+                path: self.path.clone(),
+                reason: format!("the text dictionary {id:016x} is damaged"),
+            });
+        }
+        Ok(dictionary)
+    }
+
+    /// Registers the dictionary `blob` needs (a version another process wrote with one this
+    /// connection has not met yet).
+    fn with_dictionary(&self, blob: Vec<u8>) -> Result<Vec<u8>> {
+        if let Some(id) = crate::textblob::dictionary_of(&blob) {
+            self.dictionary(id)?;
+        }
+        Ok(blob)
     }
 
     /// Increments the counter stored under `key` (starting from 1).
@@ -875,7 +957,9 @@ impl Store {
             .conn
             .prepare_cached("SELECT text FROM files WHERE hash = ?1")?
             .query_row([file_hash], |r| r.get(0))?;
-        blob.ok_or_else(|| self.corrupt(file_hash, "the file version has no stored text"))
+        self.with_dictionary(
+            blob.ok_or_else(|| self.corrupt(file_hash, "the file version has no stored text"))?,
+        )
     }
 
     fn corrupt(&self, file_hash: i64, reason: &str) -> Error {
@@ -1377,9 +1461,14 @@ impl Store {
             }));
         };
         while let Some(r) = rows.next()? {
+            let text: Option<Vec<u8>> = r.get(1)?;
+            if let Some(id) = text.as_deref().and_then(crate::textblob::dictionary_of) {
+                // A missing dictionary is reported below, as the text it leaves unreadable.
+                let _ = self.dictionary(id);
+            }
             batch.push(StoredVersion {
                 hash: r.get(0)?,
-                text: r.get(1)?,
+                text,
                 outline: r.get(2)?,
                 counts: (r.get(3)?, r.get(4)?),
             });
@@ -1577,6 +1666,7 @@ mod tests {
             text.len() as u64,
             text,
             chunks,
+            None,
         )
     }
 
@@ -1600,6 +1690,42 @@ mod tests {
             removed,
             skipped: &[],
         }
+    }
+
+    #[test]
+    fn the_text_dictionary_is_stored_once_and_read_by_other_connections() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        let mut store = Store::open(&path).unwrap();
+        assert!(store.text_dictionary().unwrap().is_none());
+        let texts: Vec<String> = (0..300)
+            .map(|i| format!("def f{i}(x):\n    return x * {i} + len(str(x))\n"))
+            .collect();
+        let samples: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
+        let first = crate::textblob::train(&samples).unwrap();
+        let second = crate::textblob::train(&samples[..200]).unwrap();
+        assert_ne!(first, second);
+        let stored = store.set_text_dictionary(&first).unwrap();
+        // A writer that trained its own meanwhile gets the one stored first.
+        let mut other = Store::open(&path).unwrap();
+        assert_eq!(other.set_text_dictionary(&second).unwrap().id, stored.id);
+        assert_eq!(other.text_dictionary().unwrap().unwrap().id, stored.id);
+        // A dictionary this process has never met is read from the index when a blob names it.
+        let unmet = crate::textblob::train(&samples[100..]).unwrap();
+        let id = crate::textblob::dictionary_id(&unmet);
+        assert!(crate::textblob::registered(id).is_none());
+        store
+            .conn
+            .execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+                params![format!("dictionary:{id:016x}"), unmet],
+            )
+            .unwrap();
+        assert_eq!(store.dictionary(id).unwrap().bytes, unmet);
+        assert!(crate::textblob::registered(id).is_some());
+        // One that is not in the index is damage, named.
+        let err = store.dictionary(id ^ 1).unwrap_err().to_string();
+        assert!(err.contains("is missing"), "{err}");
     }
 
     #[test]
@@ -1921,6 +2047,7 @@ mod tests {
             text.len() as u64,
             text,
             chunks,
+            None,
         )
     }
 
@@ -2018,7 +2145,7 @@ mod tests {
             conn.execute(
                 "INSERT INTO files (hash, language, size, lines, indexed_at, text)
                  VALUES (?1, 'python', 1, 7, 0, ?2)",
-                params![v.hash, crate::textblob::compress(text).unwrap()],
+                params![v.hash, crate::textblob::compress(text, None).unwrap()],
             )
             .unwrap();
             conn.execute(
