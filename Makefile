@@ -56,10 +56,12 @@ bench-quality:
 bench-semantic:
 	$(PYTHON) -m benches.semantic $(ARGS)
 
-## bench-agent: call-graph build time on the large tree, MCP tool latency through a real client
+## bench-agent: call-graph build time on the large tree, MCP tool latency through a real client,
+## lifecycle hook latency (one process per event)
 bench-agent:
 	$(PYTHON) -m benches.speed.graph $(ARGS)
 	$(PYTHON) -m benches.mcp_latency $(ARGS)
+	$(PYTHON) -m benches.hook_latency $(ARGS)
 
 ## bench-memory: agent-memory retrieval on LoCoMo (data: ../shared/data or $$CODERECALL_LOCOMO)
 bench-memory:

@@ -202,3 +202,41 @@ def test_the_command_line_hook_answers_the_host(
         check=True,
     )
     assert "Prefer small pull requests." in _context(json.loads(done.stdout), "SessionStart")
+
+
+# Hosts run a hook process on every prompt and tool call: what it imports is its latency.
+_HEAVY = ("httpx", "numpy", "pygments", "rich.console", "rich.progress", "watchdog")
+_REPORT_IMPORTS = """
+import runpy, sys
+wanted = sys.argv.pop().split(",")
+try:
+    runpy.run_module("coderecall", run_name="__main__")
+finally:
+    print("loaded:", *(m for m in wanted if m in sys.modules), file=sys.stderr)
+"""
+
+
+def test_a_hook_process_loads_no_network_array_or_console_library(
+    project: Path, memory: Path, tmp_path: Path
+) -> None:
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_text("", encoding="utf-8")
+    payloads = _payloads(
+        "claude_code.jsonl", cwd=str(project), transcript=str(transcript), pytest_output=""
+    )
+    env = dict(os.environ, CODERECALL_MEMORY=str(memory))
+    # The native module is always loaded: its name in the report shows the report works.
+    wanted = ",".join(("coderecall._native", *_HEAVY))
+    for payload in payloads:
+        event = COMMAND[payload["hook_event_name"]]
+        done = subprocess.run(
+            [sys.executable, "-c", _REPORT_IMPORTS, "hook", event, wanted],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        json.loads(done.stdout)  # the host's answer
+        assert done.stderr.splitlines()[-1] == "loaded: coderecall._native", (event, done.stderr)

@@ -5,6 +5,8 @@
 ...     hits = index.search("where are tokens refreshed")
 """
 
+from typing import TYPE_CHECKING
+
 from ._config import Config, load_config
 from ._context import ContextPack, Evidence
 from ._errors import (
@@ -40,7 +42,9 @@ from ._results import (
     SearchHit,
 )
 from ._sessions import SessionEvent, SessionInfo, Sessions
-from ._watch import Watcher
+
+if TYPE_CHECKING:
+    from ._watch import Watcher
 
 __all__ = [
     "CallEdge",
@@ -97,5 +101,15 @@ __all__ = [
 # and docs, so the private layout can change freely.
 __locals = locals()
 for __name in __all__:
-    if not __name.startswith("__"):
+    if not __name.startswith("__") and __name in __locals:
         __locals[__name].__module__ = "coderecall"
+
+
+def __getattr__(name: str) -> object:
+    # watchdog loads only for those who watch (CodeIndex.watch imports it the same way).
+    if name == "Watcher":
+        from ._watch import Watcher
+
+        Watcher.__module__ = "coderecall"
+        return Watcher
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

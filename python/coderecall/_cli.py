@@ -17,12 +17,9 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress
-from rich.syntax import Syntax
 
 from ._errors import Error, QueryError
 from ._hooks import HOOK_EVENTS
@@ -34,6 +31,11 @@ from ._models import distill_model, find_model, list_models, models_dir
 from ._native import __version__
 from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit
 from ._stopwords import STOP_WORDS
+
+if TYPE_CHECKING:
+    # Loaded by the commands that print: a hook's process never needs rich's consoles or
+    # pygments (30 ms).
+    from rich.console import Console
 
 __all__ = ["main"]
 
@@ -296,6 +298,8 @@ def _describe(exc: BaseException) -> str:
 
 def _stdout() -> Console:
     """A console for stdout; piped output is never wrapped, so scripts can grep it."""
+    from rich.console import Console
+
     console = Console(highlight=False)
     return console if console.is_terminal else Console(highlight=False, width=_UNWRAPPED)
 
@@ -435,6 +439,8 @@ def _print_hit(console: Console, hit: SearchHit, query: str) -> None:
     lines = hit.content.splitlines()
     snippet = "\n".join(lines[:_SNIPPET_LINES])
     if console.is_terminal:
+        from rich.syntax import Syntax
+
         syntax = Syntax(
             snippet,
             Syntax.guess_lexer(hit.path, snippet),
@@ -633,6 +639,9 @@ def _model_list(args: argparse.Namespace) -> int:
 
 def _model_distill(args: argparse.Namespace) -> int:
     find_model(args.source)  # a bad name fails before any progress display starts
+    from rich.console import Console
+    from rich.progress import Progress
+
     console = Console(stderr=True, highlight=False)
     quiet = args.json or not console.is_terminal
     with Progress(console=console, transient=True, disable=quiet) as bar:
@@ -673,6 +682,9 @@ def _model_distill(args: argparse.Namespace) -> int:
 
 
 def _model_pull(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+
     console = Console(stderr=True, highlight=False)
     quiet = args.json or not console.is_terminal
     with Progress(console=console, transient=True, disable=quiet) as bar:

@@ -19,14 +19,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 from ._cli import _positive_int, _print_json, _print_rows, _stdout
 from ._errors import QueryError
 from ._memory import snippet
 from ._timephrase import parse_bound
 
 if TYPE_CHECKING:  # the store is imported when a memory command runs, not for every command
+    from rich.console import Console
+
     from ._memory import MemoryRecord, MemoryStore
     from ._memory_io import TableCounts
 

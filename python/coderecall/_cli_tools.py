@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.markup import escape
 
 from ._cli import _common, _positive_int, _print_json, _print_rows, _size, _stdout
 from ._graph import CallEdge, CallGraphResult, Direction, short_callee
 from ._index import CodeIndex
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["register"]
 

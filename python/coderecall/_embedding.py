@@ -12,12 +12,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ._config import Config
 from ._errors import ConfigError, ModelError
 from ._models import ModelInfo, describe, find_model, list_models, models_dir
 from ._native import Embedder
-from ._providers import ProviderSettings, RemoteEmbedder, make_provider
+from ._providers import ProviderSettings, make_provider
+
+if TYPE_CHECKING:
+    from ._providers import RemoteEmbedder
 
 __all__ = ["EmbeddingChoice", "local_model_id", "select_embedding"]
 

@@ -30,15 +30,18 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import quote
-
-import httpx
 
 from ._errors import ModelError
 from ._lease import try_lock
 from ._models import ModelInfo, describe, models_dir
 from ._native import __version__
+
+if TYPE_CHECKING:
+    # Imported where a pull needs it: httpx (and certifi, click, rich) would add about 80 ms
+    # to every process that imports coderecall, hooks and command lines included.
+    import httpx
 
 __all__ = ["DEFAULT_ENDPOINT", "SOURCE_FILE", "pull_model"]
 
@@ -211,6 +214,8 @@ class _Pull:
         progress: Callable[[int, int], object] | None,
         timeout: float,
     ) -> None:
+        import httpx
+
         self.model_id = model_id
         self.revision = revision
         self.endpoint = endpoint
@@ -236,6 +241,8 @@ class _Pull:
 
     def resolve(self) -> tuple[str, list[_RemoteFile]]:
         """The commit ``revision`` points at, and the files to fetch from it."""
+        import httpx
+
         url = (
             f"{self.endpoint}/api/models/{quote(self.model_id, safe='/')}"
             f"/revision/{quote(self.revision, safe='')}"
@@ -371,6 +378,8 @@ class _Pull:
     def _download(self, commit: str, file: _RemoteFile, part: Path, kept: int) -> None:
         """Appends the bytes from ``kept`` on to ``part`` (or rewrites it if the server sends
         the whole file)."""
+        import httpx
+
         url = (
             f"{self.endpoint}/{quote(self.model_id, safe='/')}/resolve/{commit}/"
             f"{quote(file.path, safe='/')}"
@@ -485,6 +494,8 @@ class _Pull:
         )
 
     def _unreachable(self, exc: httpx.TransportError) -> ModelError:
+        import httpx
+
         where = _origin(exc) or self.endpoint
         reason = str(exc) or type(exc).__name__
         if isinstance(exc, httpx.UnsupportedProtocol):
@@ -503,6 +514,8 @@ class _Pull:
         )
 
     def _interrupted(self, exc: httpx.TransportError, file: _RemoteFile, part: Path) -> ModelError:
+        import httpx
+
         if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
             error = self._unreachable(exc)
             return self._error(f"{error}; the files already downloaded are kept for the next run")

@@ -60,9 +60,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-import numpy as np
-import numpy.typing as npt
-
 from ._embedding import local_model_id
 from ._errors import QueryError
 from ._identity import project_identity
@@ -75,6 +72,11 @@ from ._stopwords import content_query
 from ._timephrase import resolve
 
 if TYPE_CHECKING:
+    # numpy is imported by the functions that handle vectors: a store without an embedding
+    # model (and a hook that only records an event) never loads it.
+    import numpy as np
+    import numpy.typing as npt
+
     from ._sessions import SessionEvent
 
 __all__ = [
@@ -888,6 +890,8 @@ class MemoryStore:
             other = _record(row)
             newest = max(newest, row["updated_at"])
             if probe.vector is not None and row["vector"] is not None:
+                import numpy as np
+
                 measure = "cosine"
                 score = float(np.frombuffer(row["vector"], dtype=np.float32) @ probe.vector)
             else:
@@ -917,6 +921,8 @@ class MemoryStore:
         # Vectors of the record's old text (updated in place), of any model, are stale.
         conn.execute("DELETE FROM vectors WHERE record_id = ?", (record.id,))
         if vector is not None and record.privacy == "public" and self._model is not None:
+            import numpy as np
+
             conn.execute(
                 "INSERT INTO vectors (model, record_id, vector) VALUES (?, ?, ?)",
                 (self._model, record.id, vector.astype(np.float32).tobytes()),
@@ -929,6 +935,8 @@ class MemoryStore:
         records, where one matrix product beats an approximate index."""
         if self._embedder is None or self._model is None:
             return None
+        import numpy as np
+
         ids, matrix = self._vector_matrix(self._embedder, self._model)
         if not len(ids):
             return []
@@ -947,6 +955,8 @@ class MemoryStore:
         """This project's current public records and their vectors, rebuilt when any process
         wrote. Records without a vector of this model (written by a process without one,
         imported, condensed) get one here."""
+        import numpy as np
+
         generation = self._db.generation()
         with self._lock:
             if self._vectors is not None and self._vectors[0] == generation:
@@ -993,6 +1003,8 @@ class MemoryStore:
     ) -> npt.NDArray[np.float32]:
         """Each row of ``matrix``'s window vector: the normalised sum of its window members'
         vectors (members without a vector, private ones, count for nothing)."""
+        import numpy as np
+
         with self._lock:  # ``ids`` is the cached array of one generation of vectors
             if self._windows is not None and self._windows[0] is ids:
                 return self._windows[1]

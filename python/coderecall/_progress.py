@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 __all__ = ["ProgressCallback", "progress_reporter"]
 
 ProgressCallback = Callable[[int, int], None]
@@ -27,8 +24,15 @@ def progress_reporter(
     if callable(progress):
         yield _OnChange(progress)
         return
+    if progress is False:
+        yield None
+        return
+    # rich loads only where a bar may be drawn: it costs every importer of coderecall ~25 ms.
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     console = Console(stderr=True)
-    if progress is False or not console.is_terminal:
+    if not console.is_terminal:
         yield None
         return
     columns = (

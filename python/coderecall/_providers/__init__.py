@@ -14,13 +14,13 @@ Log records go to the ``coderecall.providers`` logger and never contain keys or 
 
 from __future__ import annotations
 
-from ._base import Estimate, RemoteEmbedder, Usage
-from ._gemini import GeminiEmbedder
-from ._ollama import OllamaEmbedder
-from ._openai import OpenAICompatibleEmbedder, OpenAIEmbedder
+from typing import TYPE_CHECKING
+
 from ._settings import PROVIDERS, ProviderSettings
 from ._tokens import estimate_tokens
-from ._voyage import VoyageEmbedder
+
+if TYPE_CHECKING:
+    from ._base import Estimate, RemoteEmbedder, Usage
 
 __all__ = [
     "PROVIDERS",
@@ -32,15 +32,6 @@ __all__ = [
     "make_provider",
 ]
 
-_CLASSES: dict[str, type[RemoteEmbedder]] = {
-    "openai": OpenAIEmbedder,
-    "openai-compatible": OpenAICompatibleEmbedder,
-    "voyage": VoyageEmbedder,
-    "gemini": GeminiEmbedder,
-    "ollama": OllamaEmbedder,
-}
-assert set(_CLASSES) == set(PROVIDERS)
-
 
 def make_provider(settings: ProviderSettings) -> RemoteEmbedder:
     """The embedder for ``settings.provider``; nothing is sent until it is used.
@@ -48,4 +39,27 @@ def make_provider(settings: ProviderSettings) -> RemoteEmbedder:
     A missing API key is reported (as :class:`~coderecall.ProviderAuthError`) by the first
     call that would send a request, so :meth:`RemoteEmbedder.estimate` works without one.
     """
-    return _CLASSES[settings.provider](settings)
+    # The wire formats load with the first provider: httpx and numpy would add about 0.1 s
+    # to every process that imports coderecall, most of which never embeds remotely.
+    from ._gemini import GeminiEmbedder
+    from ._ollama import OllamaEmbedder
+    from ._openai import OpenAICompatibleEmbedder, OpenAIEmbedder
+    from ._voyage import VoyageEmbedder
+
+    classes: dict[str, type[RemoteEmbedder]] = {
+        "openai": OpenAIEmbedder,
+        "openai-compatible": OpenAICompatibleEmbedder,
+        "voyage": VoyageEmbedder,
+        "gemini": GeminiEmbedder,
+        "ollama": OllamaEmbedder,
+    }
+    assert set(classes) == set(PROVIDERS)
+    return classes[settings.provider](settings)
+
+
+def __getattr__(name: str) -> object:
+    if name in ("Estimate", "RemoteEmbedder", "Usage"):
+        from . import _base
+
+        return getattr(_base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
