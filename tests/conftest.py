@@ -46,6 +46,8 @@ def _isolated_environment(
             monkeypatch.delenv(name)
     # An empty model cache: `embedding.provider = auto` must not find the developer's models.
     monkeypatch.setenv("CODERECALL_MODELS", str(tmp_path_factory.mktemp("no-models")))
+    # Caches coderecall keeps for itself (the parsed tokenizer table) stay out of the home folder.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache-home")))
 
 
 # Embedding models: the real all-MiniLM-L6-v2 files, and a static model distilled from them once

