@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     # Loaded by the commands that print: a hook's process never needs rich's consoles or
     # pygments (30 ms).
     from rich.console import Console
+    from rich.progress import Progress
 
 __all__ = ["main"]
 
@@ -637,14 +638,19 @@ def _model_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_distill(args: argparse.Namespace) -> int:
-    find_model(args.source)  # a bad name fails before any progress display starts
+def _stderr_bar(json_output: bool) -> Progress:
+    """A transient progress bar on stderr, hidden for ``--json`` and off a terminal."""
     from rich.console import Console
     from rich.progress import Progress
 
     console = Console(stderr=True, highlight=False)
-    quiet = args.json or not console.is_terminal
-    with Progress(console=console, transient=True, disable=quiet) as bar:
+    hidden = json_output or not console.is_terminal
+    return Progress(console=console, transient=True, disable=hidden)
+
+
+def _model_distill(args: argparse.Namespace) -> int:
+    find_model(args.source)  # a bad name fails before any progress display starts
+    with _stderr_bar(args.json) as bar:
         task = bar.add_task("embedding the vocabulary", total=None)
         totals: set[int] = set()
 
@@ -682,12 +688,7 @@ def _model_distill(args: argparse.Namespace) -> int:
 
 
 def _model_pull(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import Progress
-
-    console = Console(stderr=True, highlight=False)
-    quiet = args.json or not console.is_terminal
-    with Progress(console=console, transient=True, disable=quiet) as bar:
+    with _stderr_bar(args.json) as bar:
         task = bar.add_task(f"downloading {args.model_id}", total=None)
 
         def progress(done: int, total: int) -> None:

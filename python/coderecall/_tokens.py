@@ -30,7 +30,6 @@ import math
 import os
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -218,7 +217,11 @@ def _bundled(tiktoken: ModuleType) -> Encoding:
     against its sha256 before it is read: a stale, torn or foreign file is parsed again and
     replaced, never trusted.
     """
-    path = _table_cache()
+    path = (
+        user_cache_dir()
+        / "tokenizers"
+        / f"{_OFFLINE_ENCODING}-tiktoken{tiktoken.__version__}-marshal{marshal.version}.bin"
+    )
     try:
         data = path.read_bytes()
         digest, payload = data[:_DIGEST_BYTES], data[_DIGEST_BYTES:]
@@ -246,16 +249,6 @@ def _bundled(tiktoken: ModuleType) -> Encoding:
         with contextlib.suppress(OSError):
             part.unlink(missing_ok=True)
     return encoding
-
-
-def _table_cache() -> Path:
-    import tiktoken
-
-    return (
-        user_cache_dir()
-        / "tokenizers"
-        / f"{_OFFLINE_ENCODING}-tiktoken{tiktoken.__version__}-marshal{marshal.version}.bin"
-    )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -824,13 +824,13 @@ impl Engine {
             || {
                 to_parse
                     .par_iter()
-                    .map(|(&hash, &r)| {
+                    .map(|(_, &r)| {
                         if self.cancel.load(Ordering::Relaxed) {
-                            return (hash, r, Err(SkipReason::Unreadable));
+                            return (r, Err(SkipReason::Unreadable));
                         }
                         let chunked = chunk_read(r);
                         self.done.fetch_add(1, Ordering::Relaxed);
-                        (hash, r, chunked)
+                        (r, chunked)
                     })
                     .collect::<Vec<_>>()
             },
@@ -839,7 +839,7 @@ impl Engine {
         let dictionary = dictionary?;
         let parsed: Vec<(i64, std::result::Result<FileVersion, SkipReason>)> = chunked
             .into_par_iter()
-            .map(|(hash, r, chunked)| {
+            .map(|(r, chunked)| {
                 let version = chunked.map(|(language, text, chunks)| {
                     FileVersion::new(
                         r.hash,
@@ -850,7 +850,7 @@ impl Engine {
                         dictionary,
                     )
                 });
-                (hash, version)
+                (r.hash, version)
             })
             .collect();
         // The versions hold what is needed from here on: the raw bytes of every file read
@@ -2037,6 +2037,13 @@ mod tests {
         fn open(&self) -> Engine {
             Engine::open(self.index.path(), self.root.path().to_str().unwrap()).unwrap()
         }
+
+        /// Indexes `paths` (of this tree) with `engine`.
+        fn index(&self, engine: &Engine, paths: &[&str]) -> UpdateStats {
+            engine
+                .update(self.root.path(), &self.inputs(paths), &[], 1 << 20)
+                .unwrap()
+        }
     }
 
     const AUTH: &str = "\
@@ -2087,14 +2094,7 @@ def slugify(text):
     fn indexes_and_finds_definitions() {
         let repo = Repo::new(&[("app/auth.py", AUTH), ("app/util.py", UTIL)]);
         let engine = repo.open();
-        let stats = engine
-            .update(
-                repo.root.path(),
-                &repo.inputs(&["app/auth.py", "app/util.py"]),
-                &[],
-                1 << 20,
-            )
-            .unwrap();
+        let stats = repo.index(&engine, &["app/auth.py", "app/util.py"]);
         assert_eq!(stats.files_parsed, 2);
         assert_eq!(stats.generation, 1);
         // A class this small is one chunk, named by the class, that holds the method.
@@ -2159,14 +2159,7 @@ def slugify(text):
             .update(repo.root.path(), &repo.inputs(&paths), &[], 1 << 20)
             .unwrap();
         repo.write("pkg/late.py", &module(99));
-        engine
-            .update(
-                repo.root.path(),
-                &repo.inputs(&["pkg/late.py"]),
-                &[],
-                1 << 20,
-            )
-            .unwrap();
+        repo.index(&engine, &["pkg/late.py"]);
         let store = Store::open(&repo.index.path().join("index.db")).unwrap();
         let dictionary = store
             .text_dictionary()
@@ -2195,14 +2188,7 @@ def slugify(text):
         // A small first index trains none: the dictionary would outweigh what it saves.
         let small = Repo::new(&[("auth.py", AUTH), ("util.py", UTIL)]);
         let engine = small.open();
-        engine
-            .update(
-                small.root.path(),
-                &small.inputs(&["auth.py", "util.py"]),
-                &[],
-                1 << 20,
-            )
-            .unwrap();
+        small.index(&engine, &["auth.py", "util.py"]);
         let store = Store::open(&small.index.path().join("index.db")).unwrap();
         assert!(store.text_dictionary().unwrap().is_none());
         assert!(
@@ -2428,14 +2414,7 @@ def slugify(text):
         // Simulates a writer killed after its SQLite commit but before writing the snapshot.
         let repo = Repo::new(&[("auth.py", AUTH), ("util.py", UTIL)]);
         let engine = repo.open();
-        engine
-            .update(
-                repo.root.path(),
-                &repo.inputs(&["auth.py", "util.py"]),
-                &[],
-                1 << 20,
-            )
-            .unwrap();
+        repo.index(&engine, &["auth.py", "util.py"]);
         engine.save_lexical().unwrap();
         let stale_snapshot = fs::read(
             repo.index
@@ -2486,14 +2465,7 @@ def slugify(text):
             ("docs/c.md", "# slugify\n\nHow slugify works.\n"),
         ]);
         let engine = repo.open();
-        engine
-            .update(
-                repo.root.path(),
-                &repo.inputs(&["src/a.py", "lib/b.py", "docs/c.md"]),
-                &[],
-                1 << 20,
-            )
-            .unwrap();
+        repo.index(&engine, &["src/a.py", "lib/b.py", "docs/c.md"]);
         let run = |req: SearchRequest| {
             engine
                 .search(&SearchRequest {
@@ -2574,14 +2546,7 @@ def slugify(text):
         let clone = UTIL.replace("slugify", "make_slug");
         let repo = Repo::new(&[("auth.py", AUTH), ("util.py", UTIL), ("copy.py", &clone)]);
         let engine = repo.open();
-        engine
-            .update(
-                repo.root.path(),
-                &repo.inputs(&["auth.py", "util.py", "copy.py"]),
-                &[],
-                1 << 20,
-            )
-            .unwrap();
+        repo.index(&engine, &["auth.py", "util.py", "copy.py"]);
         let request = SearchRequest {
             limit: 3,
             per_file: 1,

@@ -708,13 +708,13 @@ impl Store {
         Ok(dictionary)
     }
 
-    /// Registers the dictionary `blob` needs (a version another process wrote with one this
-    /// connection has not met yet).
-    fn with_dictionary(&self, blob: Vec<u8>) -> Result<Vec<u8>> {
-        if let Some(id) = crate::textblob::dictionary_of(&blob) {
+    /// Registers the dictionary `blob` needs, if any (a version another process wrote with
+    /// one this process has not met yet).
+    fn load_dictionary_of(&self, blob: &[u8]) -> Result<()> {
+        if let Some(id) = crate::textblob::dictionary_of(blob) {
             self.dictionary(id)?;
         }
-        Ok(blob)
+        Ok(())
     }
 
     /// Increments the counter stored under `key` (starting from 1).
@@ -957,9 +957,10 @@ impl Store {
             .conn
             .prepare_cached("SELECT text FROM files WHERE hash = ?1")?
             .query_row([file_hash], |r| r.get(0))?;
-        self.with_dictionary(
-            blob.ok_or_else(|| self.corrupt(file_hash, "the file version has no stored text"))?,
-        )
+        let blob =
+            blob.ok_or_else(|| self.corrupt(file_hash, "the file version has no stored text"))?;
+        self.load_dictionary_of(&blob)?;
+        Ok(blob)
     }
 
     fn corrupt(&self, file_hash: i64, reason: &str) -> Error {
@@ -1462,9 +1463,9 @@ impl Store {
         };
         while let Some(r) = rows.next()? {
             let text: Option<Vec<u8>> = r.get(1)?;
-            if let Some(id) = text.as_deref().and_then(crate::textblob::dictionary_of) {
+            if let Some(blob) = &text {
                 // A missing dictionary is reported below, as the text it leaves unreadable.
-                let _ = self.dictionary(id);
+                let _ = self.load_dictionary_of(blob);
             }
             batch.push(StoredVersion {
                 hash: r.get(0)?,

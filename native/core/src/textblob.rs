@@ -147,11 +147,7 @@ pub fn compress(text: &str, dictionary: Option<&'static Dictionary>) -> Option<V
     let (mut start, mut row) = (0, 0u64);
     while start < bytes.len() {
         let end = block_end(bytes, start);
-        let frame = match dictionary {
-            Some(d) => zstd_compress_with(&bytes[start..end], d),
-            None => zstd_compress(&bytes[start..end]),
-        }
-        .ok()?;
+        let frame = compress_frame(&bytes[start..end], dictionary).ok()?;
         blocks.push((row, (end - start) as u64, frame.len() as u64));
         frames.extend_from_slice(&frame);
         row += bytes[start..end].iter().filter(|&&b| b == b'\n').count() as u64;
@@ -252,36 +248,41 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// `bytes` as one zstd frame primed with `dictionary`, whose id the frame leaves out (the
-/// blob names it once).
-fn zstd_compress_with(bytes: &[u8], dictionary: &'static Dictionary) -> std::io::Result<Vec<u8>> {
-    DICT_COMPRESSOR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let compressor = match &mut *slot {
-            Some(c) => c,
-            None => {
-                let mut c = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
-                c.set_parameter(zstd::zstd_safe::CParameter::DictIdFlag(false))?;
-                slot.insert(c)
-            }
-        };
-        compressor.set_prepared_dictionary(&dictionary.encoder)?;
-        compressor.compress(bytes)
-    })
-}
-
 /// `bytes` as one zstd frame at [`ZSTD_LEVEL`], with this thread's compression context.
 ///
 /// # Errors
 ///
 /// zstd's, on allocation failure.
 pub(crate) fn zstd_compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-    COMPRESSOR.with(|cell| {
+    compress_frame(bytes, None)
+}
+
+/// `bytes` as one zstd frame, primed with `dictionary` if given (whose id the frame leaves
+/// out: the blob names it once), with this thread's context for that kind of frame.
+fn compress_frame(
+    bytes: &[u8],
+    dictionary: Option<&'static Dictionary>,
+) -> std::io::Result<Vec<u8>> {
+    let cell = if dictionary.is_some() {
+        &DICT_COMPRESSOR
+    } else {
+        &COMPRESSOR
+    };
+    cell.with(|cell| {
         let mut slot = cell.borrow_mut();
         let compressor = match &mut *slot {
             Some(c) => c,
-            None => slot.insert(zstd::bulk::Compressor::new(ZSTD_LEVEL)?),
+            None => {
+                let mut c = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
+                if dictionary.is_some() {
+                    c.set_parameter(zstd::zstd_safe::CParameter::DictIdFlag(false))?;
+                }
+                slot.insert(c)
+            }
         };
+        if let Some(d) = dictionary {
+            compressor.set_prepared_dictionary(&d.encoder)?;
+        }
         compressor.compress(bytes)
     })
 }
