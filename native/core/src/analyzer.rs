@@ -127,11 +127,8 @@ pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
         let mut stems = cell.borrow_mut();
         for_each_split_token(text, |token| {
             f(token);
-            if token.len() >= MIN_STEM_BYTES
-                && token.bytes().all(|b| b.is_ascii_lowercase())
-                && let Some(stem) = stems.stem(token)
-            {
-                f(stem);
+            if token.len() >= MIN_STEM_BYTES && token.bytes().all(|b| b.is_ascii_lowercase()) {
+                stems.with_stem(token, &mut f);
             }
         });
     });
@@ -141,27 +138,34 @@ pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
 /// remembers the stems it computed (cleared when full, which bounds it at a few MB).
 struct StemMemo {
     /// Word -> its stem, or `None` when the stem is the word itself.
-    known: HashMap<Box<str>, Option<Box<str>>>,
+    known: HashMap<Box<str>, Option<Box<str>>, foldhash::fast::RandomState>,
 }
 
 /// Entries of a thread's [`StemMemo`] before it starts over.
 const STEM_MEMO_ENTRIES: usize = 1 << 16;
 
 thread_local! {
-    static STEMS: RefCell<StemMemo> = RefCell::new(StemMemo { known: HashMap::new() });
+    static STEMS: RefCell<StemMemo> = RefCell::new(StemMemo { known: HashMap::default() });
 }
 
 impl StemMemo {
-    fn stem(&mut self, word: &str) -> Option<&str> {
-        if !self.known.contains_key(word) {
-            if self.known.len() >= STEM_MEMO_ENTRIES {
-                self.known.clear();
+    /// Calls `f` with the stem of `word` when it differs from the word.
+    fn with_stem(&mut self, word: &str, f: impl FnOnce(&str)) {
+        if let Some(known) = self.known.get(word) {
+            if let Some(stem) = known {
+                f(stem);
             }
-            let stem = stemmer().stem(word);
-            let stem = (stem != word).then(|| Box::from(stem.as_ref()));
-            self.known.insert(Box::from(word), stem);
+            return;
         }
-        self.known.get(word).and_then(|stem| stem.as_deref())
+        if self.known.len() >= STEM_MEMO_ENTRIES {
+            self.known.clear();
+        }
+        let stem = stemmer().stem(word);
+        let stem = (stem != word).then(|| Box::from(stem.as_ref()));
+        if let Some(stem) = &stem {
+            f(stem);
+        }
+        self.known.insert(Box::from(word), stem);
     }
 }
 
