@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use coderecall_core::analyzer::for_each_token;
-use coderecall_core::chunk::{MAX_DEFINITION_DEPTH, chunk_file};
+use coderecall_core::chunk::chunk_file;
 use rayon::prelude::*;
 use tree_sitter::StreamingIterator;
 
@@ -58,8 +58,8 @@ fn main() {
             })
             .sum()
     });
-    // Where one thread's time goes, per language: parsing, then each query over the tree.
-    let mut phases: std::collections::BTreeMap<&str, [f64; 4]> = Default::default();
+    // Where one thread's time goes, per language: parsing, then the query over the tree.
+    let mut phases: std::collections::BTreeMap<&str, [f64; 3]> = Default::default();
     let mut parser = tree_sitter::Parser::new();
     for (_, lang, text) in &files {
         let Some(grammar) = lang.grammar() else {
@@ -73,38 +73,28 @@ fn main() {
             continue;
         };
         let parsed = start.elapsed().as_secs_f64();
-        let run = |query: Option<&tree_sitter::Query>, depth: Option<u32>| {
-            let start = Instant::now();
-            if let Some(query) = query {
-                let mut cursor = tree_sitter::QueryCursor::new();
-                cursor.set_max_start_depth(depth);
-                let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
-                while matches.next().is_some() {}
-            }
-            start.elapsed().as_secs_f64()
-        };
-        let defs = run(lang.definitions_query(), Some(MAX_DEFINITION_DEPTH));
-        let refs = run(lang.references_query(), None);
+        let start = Instant::now();
+        if let Some(query) = lang.syntax_query() {
+            let mut cursor = tree_sitter::QueryCursor::new();
+            let mut matches = cursor.matches(&query.query, tree.root_node(), text.as_bytes());
+            while matches.next().is_some() {}
+        }
         let e = phases.entry(lang.name()).or_default();
         e[0] += text.len() as f64 / 1e6;
         e[1] += parsed;
-        e[2] += defs;
-        e[3] += refs;
+        e[2] += start.elapsed().as_secs_f64();
     }
-    println!("  language          MB  parse s   defs s   refs s (1 thread)");
-    let mut sum = [0.0; 4];
+    println!("  language          MB  parse s  query s (1 thread)");
+    let mut sum = [0.0; 3];
     for (lang, p) in &phases {
-        println!(
-            "  {lang:<12} {:>7.1} {:>8.2} {:>8.2} {:>8.2}",
-            p[0], p[1], p[2], p[3]
-        );
+        println!("  {lang:<12} {:>7.1} {:>8.2} {:>8.2}", p[0], p[1], p[2]);
         for (t, v) in sum.iter_mut().zip(p) {
             *t += v;
         }
     }
     println!(
-        "  {:<12} {:>7.1} {:>8.2} {:>8.2} {:>8.2}",
-        "all", sum[0], sum[1], sum[2], sum[3]
+        "  {:<12} {:>7.1} {:>8.2} {:>8.2}",
+        "all", sum[0], sum[1], sum[2]
     );
     let mut per_lang: std::collections::BTreeMap<&str, (f64, f64)> = Default::default();
     let mut slowest: Vec<(f64, &str, usize)> = Vec::new();

@@ -14,13 +14,14 @@ use std::time::{Duration, Instant};
 use tree_sitter::{Node, ParseOptions, Parser, QueryCursor, StreamingIterator};
 
 use crate::hash::content_hash;
-use crate::lang::Language;
+use crate::lang::{Language, SyntaxQuery};
+use crate::refs::{MAX_REFS, Ref};
 
 /// Bumped whenever the chunks, symbols or references produced for a text change. It seeds
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -56,12 +57,8 @@ impl MergeSizes {
 pub const OVERLAP_TOKENS: usize = 40;
 /// Parsing that takes longer than this falls back to line windows (pathological inputs).
 pub const PARSE_TIMEOUT: Duration = Duration::from_secs(3);
-/// Upper bound on query matches per file, against pathological nesting.
+/// Upper bound on query matches in progress per file, against pathological nesting.
 const MATCH_LIMIT: u32 = 1 << 16;
-/// Definitions start at most this deep in the syntax tree (a method in a class in a
-/// namespace is about 6 levels down); not descending into deep expression trees roughly
-/// halves the query's cost. Anything deeper stays inside its enclosing unit's chunk.
-pub const MAX_DEFINITION_DEPTH: u32 = 12;
 /// Context lines are capped so deeply nested or very long signatures cannot bloat every chunk.
 const CONTEXT_LINE_CHARS: usize = 200;
 /// Glue this small (a closing brace, a bare header) never stands alone.
@@ -190,7 +187,7 @@ pub struct FileChunks {
     pub chunks: Vec<Chunk>,
     pub symbols: Vec<Symbol>,
     /// Calls, imports and inheritance, in the same parse (empty without a grammar).
-    pub refs: Vec<crate::refs::Ref>,
+    pub refs: Vec<Ref>,
     /// True when the grammar could not be used (timeout or no tree) and line windows were used.
     pub fell_back: bool,
 }
@@ -279,13 +276,13 @@ pub fn chunk_file_with(source: &str, lang: Language, sizes: MergeSizes) -> FileC
     let mut refs = Vec::new();
     match lang {
         Language::Markdown => markdown_sections(&lines, &mut out),
-        _ => match lang.grammar().zip(lang.definitions_query()) {
+        _ => match lang.grammar().zip(lang.syntax_query()) {
             Some((grammar, query)) => match parse(source, &grammar) {
                 Some(tree) => {
-                    let defs = definitions(&tree, query, source, &lines);
+                    let defs;
+                    (defs, refs) = definitions_and_refs(&tree, lang, query, source, &lines);
                     out.symbols = defs.symbols(separator(lang));
                     out.range(&defs.roots, 0, lines.len(), &Scope::root());
-                    refs = crate::refs::extract(&tree, lang, source);
                 }
                 None => {
                     fell_back = true;
@@ -492,19 +489,30 @@ struct RawDef {
     receiver: Option<String>,
 }
 
-fn definitions(
+/// The definitions and the references of a parsed file, from one pass of its language's
+/// query.
+fn definitions_and_refs(
     tree: &tree_sitter::Tree,
-    query: &tree_sitter::Query,
+    lang: Language,
+    query: &SyntaxQuery,
     source: &str,
     lines: &Lines<'_>,
-) -> Defs {
-    let names = query.capture_names();
+) -> (Defs, Vec<Ref>) {
+    let names = query.query.capture_names();
     let mut cursor = QueryCursor::new();
     cursor.set_match_limit(MATCH_LIMIT);
-    cursor.set_max_start_depth(Some(MAX_DEFINITION_DEPTH));
     let mut raw: Vec<RawDef> = Vec::new();
-    let mut matches = cursor.matches(query, tree.root_node(), source.as_bytes());
+    let mut refs: Vec<Ref> = Vec::new();
+    let mut matches = cursor.matches(&query.query, tree.root_node(), source.as_bytes());
     while let Some(m) = matches.next() {
+        if query.is_reference(m.pattern_index) {
+            if refs.len() < MAX_REFS
+                && let Some(r) = crate::refs::from_match(m.captures, names, source, lang)
+            {
+                refs.push(r);
+            }
+            continue;
+        }
         let mut def: Option<(ChunkKind, Node<'_>)> = None;
         let mut name: Option<Node<'_>> = None;
         let mut receiver: Option<Node<'_>> = None;
@@ -564,7 +572,9 @@ fn definitions(
     });
     raw.dedup_by_key(|d| d.name_start);
     raw.sort_by(|a, b| (a.start_byte, b.end_byte).cmp(&(b.start_byte, a.end_byte)));
-    Defs { roots: nest(raw) }
+    refs.sort();
+    refs.dedup();
+    (Defs { roots: nest(raw) }, refs)
 }
 
 /// Row where a definition's chunk starts: its own first row, extended over directly preceding
@@ -1166,6 +1176,23 @@ mod tests {
         for c in &out.chunks {
             assert!(approx_tokens(&c.content) <= TARGET_TOKENS + 20);
         }
+    }
+
+    #[test]
+    fn one_pass_finds_definitions_and_references_at_any_depth() {
+        // Eight nested functions put the innermost 16 levels down the syntax tree.
+        let mut src = String::new();
+        for depth in 0..8 {
+            let indent = "    ".repeat(depth);
+            src.push_str(&format!("{indent}def level{depth}():\n"));
+        }
+        src.push_str(&format!("{}return helper(1)\n", "    ".repeat(8)));
+        let out = chunk_file(&src, Language::Python);
+        let names: Vec<&str> = out.symbols.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names.len(), 8, "{names:?}");
+        assert!(names.contains(&"level7"), "{names:?}");
+        assert_eq!(out.refs.len(), 1);
+        assert_eq!((out.refs[0].name.as_str(), out.refs[0].line), ("helper", 9));
     }
 
     #[test]

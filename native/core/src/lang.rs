@@ -72,6 +72,22 @@ const ALL: [Language; 26] = [
 /// Number of grammar-backed languages: `Python ..= Zig`, the first variants of [`Language`].
 const GRAMMAR_COUNT: usize = Language::Zig as usize + 1;
 
+/// A language's definitions query (`queries/<name>/definitions.scm`) followed by its
+/// references query, compiled as one ([`Language::syntax_query`]).
+pub struct SyntaxQuery {
+    pub query: tree_sitter::Query,
+    /// Patterns from this index on come from the references query.
+    first_reference: usize,
+}
+
+impl SyntaxQuery {
+    /// Whether a match of pattern `pattern` is a reference (else a definition).
+    #[must_use]
+    pub fn is_reference(&self, pattern: usize) -> bool {
+        pattern >= self.first_reference
+    }
+}
+
 /// Alternative spellings accepted by [`Language::from_name`] besides the canonical names.
 const ALIASES: &[(&str, Language)] = &[
     ("py", Language::Python),
@@ -430,32 +446,34 @@ impl Language {
         })
     }
 
-    /// The compiled definitions query, built once per process.
+    /// The language's definitions and references queries compiled as one, built once per
+    /// process: one pass of a query cursor over a tree finds both, where two passes cost
+    /// nearly twice as much (the walk is most of a query's cost).
     ///
     /// A query that does not compile against its grammar yields `None` rather than a panic;
     /// the `lang_queries` integration test compiles every query and reports such failures.
     #[must_use]
-    pub fn definitions_query(self) -> Option<&'static tree_sitter::Query> {
-        static QUERIES: [OnceLock<Option<tree_sitter::Query>>; GRAMMAR_COUNT] =
+    pub fn syntax_query(self) -> Option<&'static SyntaxQuery> {
+        static QUERIES: [OnceLock<Option<SyntaxQuery>>; GRAMMAR_COUNT] =
             [const { OnceLock::new() }; GRAMMAR_COUNT];
-        self.compiled(&QUERIES, self.definitions_query_source())
-    }
-
-    /// The compiled references query, built once per process (`None` as for definitions).
-    #[must_use]
-    pub fn references_query(self) -> Option<&'static tree_sitter::Query> {
-        static QUERIES: [OnceLock<Option<tree_sitter::Query>>; GRAMMAR_COUNT] =
-            [const { OnceLock::new() }; GRAMMAR_COUNT];
-        self.compiled(&QUERIES, self.references_query_source())
-    }
-
-    fn compiled(
-        self,
-        slots: &'static [OnceLock<Option<tree_sitter::Query>>; GRAMMAR_COUNT],
-        source: Option<&'static str>,
-    ) -> Option<&'static tree_sitter::Query> {
-        let slot = slots.get(self as usize)?;
-        slot.get_or_init(|| tree_sitter::Query::new(&self.grammar()?, source?).ok())
+        QUERIES
+            .get(self as usize)?
+            .get_or_init(|| {
+                let definitions = self.definitions_query_source()?;
+                let references = self.references_query_source().unwrap_or_default();
+                let query = tree_sitter::Query::new(
+                    &self.grammar()?,
+                    &format!("{definitions}\n{references}"),
+                )
+                .ok()?;
+                let first_reference = (0..query.pattern_count())
+                    .find(|&i| query.start_byte_for_pattern(i) > definitions.len())
+                    .unwrap_or(query.pattern_count());
+                Some(SyntaxQuery {
+                    query,
+                    first_reference,
+                })
+            })
             .as_ref()
     }
 
@@ -699,15 +717,22 @@ mod tests {
     }
 
     #[test]
-    fn definitions_query_is_cached() {
-        let first = Language::Python.definitions_query();
-        let second = Language::Python.definitions_query();
-        assert!(first.is_some());
-        assert!(std::ptr::eq(
-            first.expect("python query"),
-            second.expect("python query")
-        ));
-        assert!(Language::Markdown.definitions_query().is_none());
+    fn syntax_query_is_cached_and_split_between_the_two_queries() {
+        let first = Language::Python.syntax_query().expect("python query");
+        let second = Language::Python.syntax_query().expect("python query");
+        assert!(std::ptr::eq(first, second));
+        let patterns = first.query.pattern_count();
+        let definitions = (0..patterns).filter(|&i| !first.is_reference(i)).count();
+        let alone = |source| {
+            tree_sitter::Query::new(&Language::Python.grammar().expect("grammar"), source)
+                .expect("compiles")
+                .pattern_count()
+        };
+        let source = Language::Python.definitions_query_source().expect("source");
+        assert_eq!(definitions, alone(source));
+        let source = Language::Python.references_query_source().expect("source");
+        assert_eq!(patterns - definitions, alone(source));
+        assert!(Language::Markdown.syntax_query().is_none());
     }
 
     #[test]

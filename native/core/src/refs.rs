@@ -13,7 +13,7 @@
 //! A capture that holds a qualified name (`a.b.c`, `a::b::c`, `a\b\c`) is split: the last
 //! segment is the name, the rest the qualifier.
 
-use tree_sitter::{QueryCursor, StreamingIterator};
+use tree_sitter::QueryCapture;
 
 use crate::lang::Language;
 
@@ -21,8 +21,6 @@ use crate::lang::Language;
 pub const MAX_REFS: usize = 50_000;
 /// Receivers and modules longer than this are cut: they only need to be recognisable.
 const MAX_TEXT: usize = 120;
-/// Upper bound on query matches in progress, against pathological nesting.
-const MATCH_LIMIT: u32 = 1 << 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RefKind {
@@ -76,56 +74,43 @@ pub struct Ref {
     pub alias: String,
 }
 
-/// Finds the references in a parsed file.
-#[must_use]
-pub fn extract(tree: &tree_sitter::Tree, lang: Language, source: &str) -> Vec<Ref> {
-    let Some(query) = lang.references_query() else {
-        return Vec::new();
-    };
-    let names = query.capture_names();
+/// The reference one match of a references pattern describes, if any. `names` are the
+/// query's capture names.
+pub(crate) fn from_match(
+    captures: &[QueryCapture<'_>],
+    names: &[&str],
+    source: &str,
+    lang: Language,
+) -> Option<Ref> {
     let bytes = source.as_bytes();
-    let mut cursor = QueryCursor::new();
-    cursor.set_match_limit(MATCH_LIMIT);
-    let mut out: Vec<Ref> = Vec::new();
-    let mut matches = cursor.matches(query, tree.root_node(), bytes);
-    while let Some(m) = matches.next() {
-        if out.len() >= MAX_REFS {
-            break;
-        }
-        let mut found = Captured::default();
-        for cap in m.captures {
-            let Ok(text) = cap.node.utf8_text(bytes) else {
-                continue;
-            };
-            let line = u32::try_from(cap.node.start_position().row + 1).unwrap_or(u32::MAX);
-            match names.get(cap.index as usize).copied().unwrap_or_default() {
-                "call.name" => found.call_name = Some((text, line)),
-                "call.receiver" => found.receiver = Some(text),
-                "import.module" => {
-                    // A module path given as several nodes (Scala's `path` identifiers,
-                    // Kotlin's path but its last name): the source from first to last.
-                    let (start, end) = match found.module_span {
-                        Some((s, e)) => (s.min(cap.node.start_byte()), e.max(cap.node.end_byte())),
-                        None => (cap.node.start_byte(), cap.node.end_byte()),
-                    };
-                    found.module_span = Some((start, end));
-                    let line = found.module.map_or(line, |(_, l)| l.min(line));
-                    found.module = source.get(start..end).map(|t| (t, line));
-                }
-                "import.name" => found.import_name = Some(text),
-                "import.alias" => found.alias = Some(text),
-                "inherit.class" => found.class = Some(text),
-                "inherit.base" => found.base = Some((text, line)),
-                _ => {}
+    let mut found = Captured::default();
+    for cap in captures {
+        let Ok(text) = cap.node.utf8_text(bytes) else {
+            continue;
+        };
+        let line = u32::try_from(cap.node.start_position().row + 1).unwrap_or(u32::MAX);
+        match names.get(cap.index as usize).copied().unwrap_or_default() {
+            "call.name" => found.call_name = Some((text, line)),
+            "call.receiver" => found.receiver = Some(text),
+            "import.module" => {
+                // A module path given as several nodes (Scala's `path` identifiers,
+                // Kotlin's path but its last name): the source from first to last.
+                let (start, end) = match found.module_span {
+                    Some((s, e)) => (s.min(cap.node.start_byte()), e.max(cap.node.end_byte())),
+                    None => (cap.node.start_byte(), cap.node.end_byte()),
+                };
+                found.module_span = Some((start, end));
+                let line = found.module.map_or(line, |(_, l)| l.min(line));
+                found.module = source.get(start..end).map(|t| (t, line));
             }
-        }
-        if let Some(r) = found.into_ref(lang) {
-            out.push(r);
+            "import.name" => found.import_name = Some(text),
+            "import.alias" => found.alias = Some(text),
+            "inherit.class" => found.class = Some(text),
+            "inherit.base" => found.base = Some((text, line)),
+            _ => {}
         }
     }
-    out.sort();
-    out.dedup();
-    out
+    found.into_ref(lang)
 }
 
 #[derive(Default)]

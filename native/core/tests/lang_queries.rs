@@ -62,8 +62,8 @@ fn every_definitions_query_compiles() {
                 failures.push(format!("{name}: unexpected capture @{capture}"));
             }
         }
-        if lang.definitions_query().is_none() {
-            failures.push(format!("{name}: definitions_query() returned None"));
+        if lang.syntax_query().is_none() {
+            failures.push(format!("{name}: syntax_query() returned None"));
         }
     }
     assert!(
@@ -79,7 +79,8 @@ fn every_definitions_query_compiles() {
 /// (a decorated, exported or templated wrapper), as the chunker does.
 fn definitions(lang: Language, source: &str) -> Vec<(String, String, usize)> {
     let grammar = lang.grammar().expect("grammar language");
-    let query = lang.definitions_query().expect("query compiles");
+    let syntax = lang.syntax_query().expect("query compiles");
+    let query = &syntax.query;
     let mut parser = Parser::new();
     parser.set_language(&grammar).expect("compatible grammar");
     let tree = parser.parse(source, None).expect("parse");
@@ -95,6 +96,9 @@ fn definitions(lang: Language, source: &str) -> Vec<(String, String, usize)> {
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, tree.root_node(), source.as_bytes());
     while let Some(found) = matches.next() {
+        if syntax.is_reference(found.pattern_index) {
+            continue;
+        }
         let mut name = None;
         let mut definition = None;
         for capture in found.captures {
