@@ -843,8 +843,10 @@ impl Engine {
         );
         self.check_cancel()?;
         let dictionary = dictionary?;
+        // Still largest first: one file per task again.
         let parsed: Vec<(i64, std::result::Result<FileVersion, SkipReason>)> = chunked
             .into_par_iter()
+            .with_max_len(1)
             .map(|(r, chunked)| {
                 let version = chunked.map(|(language, text, chunks)| {
                     FileVersion::new(
