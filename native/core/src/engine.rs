@@ -943,6 +943,7 @@ impl Engine {
             });
             let prepared: Prepared = upserts
                 .par_iter()
+                .with_max_len(1)
                 .filter_map(|u| {
                     let version = by_hash.get(&u.file_hash)?;
                     let docs = path_docs(&u.path, version.language, &version.chunks);
