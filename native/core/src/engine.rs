@@ -817,13 +817,13 @@ impl Engine {
                 to_parse.entry(r.hash).or_insert(r);
             }
         }
-        // A first large batch trains the index's text dictionary on one thread while the
-        // others parse; texts are compressed once it is ready.
         // Largest first, one file per task: the last files a thread picks are then small, so
         // no core idles at the end while another parses a big one. (Rayon otherwise cuts the
         // list into a few runs up front, one run per thread at a time.)
         let mut order: Vec<&Read_> = to_parse.values().copied().collect();
         order.sort_unstable_by_key(|r| (std::cmp::Reverse(r.bytes.len()), r.hash));
+        // A first large batch trains the index's text dictionary on one thread while the
+        // others parse; texts are compressed once it is ready.
         let (dictionary, chunked) = rayon::join(
             || self.text_dictionary(&to_parse),
             || {
