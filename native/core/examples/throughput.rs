@@ -5,8 +5,8 @@
 use std::time::Instant;
 
 use coderecall_core::analyzer::for_each_token;
-use coderecall_core::bm25::{DocFields, analyze_doc};
 use coderecall_core::chunk::chunk_file;
+use coderecall_core::engine::chunk_docs;
 use rayon::prelude::*;
 use tree_sitter::StreamingIterator;
 
@@ -51,29 +51,14 @@ fn main() {
     });
     let chunked: Vec<_> = files
         .par_iter()
-        .map(|(name, l, t)| (name, chunk_file(t, *l).chunks))
+        .map(|(name, l, t)| (name, *l, chunk_file(t, *l).chunks))
         .collect();
-    let chunk_bytes: usize = chunked
-        .iter()
-        .flat_map(|(_, chunks)| chunks.iter().map(|c| c.content.len() + c.context.len()))
-        .sum();
-    println!("chunk text {:.1} MB", chunk_bytes as f64 / 1e6);
     time("analyze (documents)", &|| {
         chunked
             .par_iter()
-            .map(|(name, chunks)| {
-                chunks
-                    .iter()
-                    .map(|c| {
-                        let body = format!("{}\n{}", c.context, c.content);
-                        analyze_doc(&DocFields {
-                            name: &c.names,
-                            symbol_path: &c.local_path,
-                            path: name,
-                            body: &body,
-                        })
-                        .unique_terms()
-                    })
+            .map(|(name, l, chunks)| {
+                chunk_docs(name, *l, chunks)
+                    .map(|d| d.unique_terms())
                     .sum::<usize>()
             })
             .sum()

@@ -527,25 +527,35 @@ fn doc_meta(c: &Chunk) -> DocMeta {
 
 /// The lexical documents of one path's chunks, keyed by ordinal.
 fn path_docs(path: &str, language: Language, chunks: &[Chunk]) -> PathDocs {
-    let module = module_path(path, language);
     (0_u32..)
         .zip(chunks)
-        .map(|(ordinal, c)| {
-            let symbol_path = join_symbol_path(&module, &c.local_path, language);
-            let body = if c.context.is_empty() {
-                Cow::Borrowed(c.content.as_str())
-            } else {
-                Cow::Owned(format!("{}\n{}", c.context, c.content))
-            };
-            let analyzed = analyze_doc(&DocFields {
-                name: &c.names,
-                symbol_path: &symbol_path,
-                path,
-                body: &body,
-            });
-            (ordinal, doc_meta(c), analyzed)
-        })
+        .zip(chunk_docs(path, language, chunks))
+        .map(|((ordinal, c), analyzed)| (ordinal, doc_meta(c), analyzed))
         .collect()
+}
+
+/// The BM25F document of each of a file's chunks, analysed as the index analyses them (the
+/// measuring examples use it too).
+pub fn chunk_docs<'a>(
+    path: &'a str,
+    language: Language,
+    chunks: &'a [Chunk],
+) -> impl Iterator<Item = AnalyzedDoc> + 'a {
+    let module = module_path(path, language);
+    chunks.iter().map(move |c| {
+        let symbol_path = join_symbol_path(&module, &c.local_path, language);
+        let body = if c.context.is_empty() {
+            Cow::Borrowed(c.content.as_str())
+        } else {
+            Cow::Owned(format!("{}\n{}", c.context, c.content))
+        };
+        analyze_doc(&DocFields {
+            name: &c.names,
+            symbol_path: &symbol_path,
+            path,
+            body: &body,
+        })
+    })
 }
 
 /// One view (a root) of an index directory, shared by every thread of a process.
