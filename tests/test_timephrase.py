@@ -177,6 +177,20 @@ CASES = [
     ("from Monday to Wednesday", SUNDAY, at(2024, 3, 11), at(2024, 3, 14), ""),
     ("from January through February", WED, at(2024, 1, 1), at(2024, 3, 1), ""),
     ("between Friday and Monday", WED, at(2024, 3, 8), at(2024, 3, 12), ""),
+    # Offsets: from the point back to the end of the day named.
+    (
+        "the puppy she got two weeks before March 11, 2024",
+        WED,
+        at(2024, 2, 26),
+        at(2024, 3, 12),
+        "the puppy she got",
+    ),
+    ("what we did the week before March 3", WED, at(2024, 2, 25), at(2024, 3, 4), "what we did"),
+    ("the day before 2024-03-01", WED, at(2024, 2, 29), at(2024, 3, 2), ""),
+    ("the Sunday before March 13", WED, at(2024, 3, 10), at(2024, 3, 14), ""),
+    ("the Sunday before March 10", WED, at(2024, 3, 3), at(2024, 3, 11), ""),
+    ("3 months before May 31, 2023", WED, at(2023, 2, 28), at(2023, 6, 1), ""),
+    ("a year before yesterday", WED, at(2023, 3, 12), at(2024, 3, 13), ""),
 ]
 
 
@@ -204,6 +218,8 @@ UNCHANGED = [
     "functions with over 2000 lines",
     "files in 2000 lines",
     "what did we decide before the release",
+    "two weeks before the release",
+    "the week before we shipped",
     "recently changed files",
     "errors a few days ago",
     "April 31 release notes",

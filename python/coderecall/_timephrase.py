@@ -38,6 +38,10 @@ midnight also across daylight-saving changes. The phrases, and what they name:
   of X to the end of the anchor's day. ``before X``: no start, up to the start of X.
   ``until X``: no start, up to the end of X. ``between X and Y``, ``from X to Y``: from the
   earlier start to the later end.
+* ``N days before X`` (``weeks``, ``months``, ``years``), ``the week before X``, ``the Friday
+  before X``: from that point back from the start of X to the end of X. The event lies back
+  there; what tells of it was written then or later, by X at the latest ("two weeks before
+  August 11" is how one retells "I got a puppy two weeks ago" said on August 11).
 
 Matching is case-insensitive and takes one phrase per query: the leftmost, and of those starting
 there the longest (``since last Tuesday`` rather than ``last Tuesday``). A leading ``in``,
@@ -202,6 +206,11 @@ _BARE_PREPOSITION = re.compile(r"(?:in|during|from|throughout)\s+", re.IGNORECAS
 _PART_OF_DAY = re.compile(r"\s+(?P<part>morning|afternoon|evening|night)" + _END, re.IGNORECASE)
 _POSSESSIVE = re.compile(r"['\u2019]s" + _END, re.IGNORECASE)
 _BOUND = re.compile(r"(?P<word>since|after|before|until|till)\s+", re.IGNORECASE)
+_OFFSET = re.compile(
+    rf"(?:(?P<n>{_NUMBER})\s+(?P<unit>day|week|month|year)s?|"
+    rf"the\s+(?:(?P<one>day|week|month|year)|(?P<weekday>{_WEEKDAY})))\s+before\s+",
+    re.IGNORECASE,
+)
 _RANGE_START = re.compile(r"(?P<word>between|from)\s+", re.IGNORECASE)
 _RANGE_JOIN = {
     "between": re.compile(r"\s+and\s+", re.IGNORECASE),
@@ -453,6 +462,11 @@ def _parse_phrase(
         point = _parse_point(text, bound.end(), ctx, bare=True)
         if point is not None:
             found.append((point[0], *_bounded(bound["word"].lower(), point[1], ctx)))
+    offset = _OFFSET.match(text, pos)
+    if offset is not None:
+        point = _parse_point(text, offset.end(), ctx, bare=True)
+        if point is not None:
+            found.append((point[0], _back_from(offset, point[1][0], ctx), point[1][1]))
     opening = _RANGE_START.match(text, pos)
     if opening is not None:
         first = _parse_point(text, opening.end(), ctx, bare=True)
@@ -466,6 +480,20 @@ def _parse_phrase(
     stop, start, end = max(found, key=lambda item: item[0])
     possessive = _POSSESSIVE.match(text, stop)
     return (possessive.end() if possessive else stop), start, end
+
+
+def _back_from(m: re.Match[str], start: datetime, ctx: _Context) -> datetime:
+    """The start of the stretch an offset phrase (``two weeks before``) names back from
+    ``start``."""
+    day = start.date()
+    if m["weekday"] is not None:
+        wanted = _WEEKDAYS.index(m["weekday"].lower())
+        return ctx.midnight(day - timedelta(days=(day.weekday() - wanted) % 7 or 7))
+    unit = (m["unit"] or m["one"]).lower()
+    n = 1 if m["n"] is None else _number(m["n"])
+    if unit in ("day", "week"):
+        return ctx.midnight(day - timedelta(days=n * (7 if unit == "week" else 1)))
+    return ctx.midnight(_shift_date(day, -n * (12 if unit == "year" else 1)))
 
 
 def _bounded(word: str, span: _Span, ctx: _Context) -> tuple[datetime | None, datetime | None]:

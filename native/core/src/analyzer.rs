@@ -20,8 +20,9 @@
 //! * **Length cap.** No token is longer than [`MAX_TOKEN_BYTES`] bytes. A longer word or compound
 //!   skips its whole form but keeps its parts (each subject to the same cap), so minified code
 //!   and base64 blobs cannot flood the dictionary with one-off giant terms.
-//! * Short tokens (one or two characters) are kept; there is no stemming and there are no stop
-//!   words.
+//! * Short tokens (one or two characters) are kept; there are no stop words.
+//! * **Stems.** [`for_each_token`] follows a plain lowercase word with its English stem or, for an
+//!   irregular form, its base ([`crate::irregular`]); [`for_each_split_token`] does the rest.
 //!
 //! Tokens are emitted in text order: for each word its whole form, then its parts; a compound
 //! right after its last word.
@@ -102,11 +103,14 @@ struct Scratch {
 
 /// Bumped whenever the tokens produced for a text change: derived indexes built by another
 /// version are rebuilt rather than queried with mismatched tokens.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// Words shorter than this are not stemmed: short tokens are mostly identifiers' parts
 /// (`id`, `len`, `err`) whose stems would only add noise.
 const MIN_STEM_BYTES: usize = 4;
+
+/// The shortest irregular form the analyzer joins to its base (`ran`, `got`, `met`).
+const MIN_IRREGULAR_BYTES: usize = 3;
 
 fn stemmer() -> &'static rust_stemmers::Stemmer {
     static STEMMER: std::sync::OnceLock<rust_stemmers::Stemmer> = std::sync::OnceLock::new();
@@ -121,17 +125,28 @@ fn stemmer() -> &'static rust_stemmers::Stemmer {
 /// Plain lowercase words of [`MIN_STEM_BYTES`] or more letters are followed by their English
 /// (Snowball) stem when it differs, so "reads" in a question meets `read` in code while exact
 /// forms still match twice. Measured on the quality benchmark: doc-to-code NDCG@10 +0.03 on
-/// both halves of the projects, symbol queries unchanged.
+/// both halves of the projects, symbol queries unchanged. An irregular form is followed by its
+/// base instead, stemmed the same way ("bought" by `buy`, "chose" by `choos`, the stem of
+/// "choose"), so a question about buying meets the sentence that says what was bought.
 pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
     STEMS.with(|cell| {
         let mut stems = cell.borrow_mut();
         for_each_split_token(text, |token| {
             f(token);
-            if token.len() >= MIN_STEM_BYTES && token.bytes().all(|b| b.is_ascii_lowercase()) {
+            if token.len() >= MIN_IRREGULAR_BYTES && token.bytes().all(|b| b.is_ascii_lowercase()) {
                 stems.with_stem(token, &mut f);
             }
         });
     });
+}
+
+/// The Snowball stem of `word`, or the word itself when it is too short to stem.
+fn stem_of(word: &str) -> std::borrow::Cow<'_, str> {
+    if word.len() >= MIN_STEM_BYTES {
+        stemmer().stem(word)
+    } else {
+        std::borrow::Cow::Borrowed(word)
+    }
 }
 
 /// Most words of code repeat endlessly and Snowball costs ~10x a hash lookup, so each thread
@@ -149,7 +164,8 @@ thread_local! {
 }
 
 impl StemMemo {
-    /// Calls `f` with the stem of `word` when it differs from the word.
+    /// Calls `f` with the stem of `word` (the stemmed base of an irregular form) when it differs
+    /// from the word.
     fn with_stem(&mut self, word: &str, f: impl FnOnce(&str)) {
         if let Some(known) = self.known.get(word) {
             if let Some(stem) = known {
@@ -160,8 +176,13 @@ impl StemMemo {
         if self.known.len() >= STEM_MEMO_ENTRIES {
             self.known.clear();
         }
-        let stem = stemmer().stem(word);
-        let stem = (stem != word).then(|| Box::from(stem.as_ref()));
+        let stem = match crate::irregular::base(word) {
+            Some(base) => Some(Box::from(stem_of(base).as_ref())),
+            None => {
+                let stem = stem_of(word);
+                (stem != word).then(|| Box::from(stem.as_ref()))
+            }
+        };
         if let Some(stem) = &stem {
             f(stem);
         }
@@ -450,6 +471,34 @@ mod tests {
                 "os.path"
             ]
         );
+    }
+
+    #[test]
+    fn irregular_forms_meet_their_base() {
+        assert_eq!(
+            analyze_to_vec("went bought chose"),
+            ["went", "go", "bought", "buy", "chose", "choos"]
+        );
+        assert_eq!(analyze_to_vec("ran met"), ["ran", "run", "met", "meet"]);
+        // Every form shares a token with every inflection of its base.
+        for (form, inflections) in [
+            ("went", &["go", "goes", "going"][..]),
+            ("bought", &["buy", "buying", "buys"]),
+            ("chosen", &["choose", "choosing", "chooses"]),
+            ("knives", &["knife"]),
+            ("thought", &["think", "thinking", "thinks"]),
+            ("felt", &["feel", "feeling", "feels"]),
+        ] {
+            let form_tokens = analyze_to_vec(form);
+            for inflection in inflections {
+                let shared = analyze_to_vec(inflection)
+                    .into_iter()
+                    .any(|t| form_tokens.contains(&t));
+                assert!(shared, "{form} and {inflection} share no token");
+            }
+        }
+        // Ambiguous forms and ordinary short words are left alone.
+        assert_eq!(analyze_to_vec("left bit let"), ["left", "bit", "let"]);
     }
 
     fn assert_tokens(text: &str, expected: &[&str]) {

@@ -18,6 +18,7 @@ pub mod engine;
 pub mod error;
 pub mod graph;
 pub mod hash;
+pub mod irregular;
 pub mod lang;
 pub mod outline;
 pub mod rank;
