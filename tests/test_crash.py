@@ -75,24 +75,39 @@ def test_sigkill_at_random_moments_then_health_and_reindex_match_a_fresh_build(
         "embedding": {"provider": "static", "model": str(static_model)},
         "gc_grace": 0,
     }
-    # Time a full run once, then kill runs at random points across that span (and beyond,
-    # where the kill lands while derived files are written or after the commit).
-    probe = start_indexer(root, tmp_path / "probe", static_model)
-    started = time.perf_counter()
-    assert probe.wait(timeout=300) == 0
-    full = time.perf_counter() - started
-
     rng = random.Random(20261121)
-    index_dir = tmp_path / "killed"
-    kills = 0
-    for iteration in range(ITERATIONS):
+
+    def edit(label: str) -> None:
         # Give every run real work: new content to parse, store, embed and publish, and old
         # versions to collect.
         for m in rng.sample(range(modules), 12):
             path = root / "pkg" / f"module_{m}.py"
-            path.write_text(path.read_text() + f"\ndef edited_{iteration}_{m}():\n    pass\n")
+            path.write_text(path.read_text() + f"\ndef edited_{label}_{m}():\n    pass\n")
+
+    def timed_run(index_dir: Path) -> float:
+        started = time.perf_counter()
+        assert start_indexer(root, index_dir, static_model).wait(timeout=300) == 0
+        return time.perf_counter() - started
+
+    # Time a first build and an update once, then kill runs of each kind at random points
+    # across its span (and beyond, where the kill lands while derived files are written or
+    # after the commit). Updates are shorter than a first build: timed against it, about half
+    # of them finished before the kill. The median of three updates, as one can land on a
+    # slow moment of a busy machine.
+    cold = timed_run(tmp_path / "probe")
+    updates = []
+    for probe in range(3):
+        edit(f"probe_{probe}")
+        updates.append(timed_run(tmp_path / "probe"))
+    update = sorted(updates)[1]
+
+    index_dir = tmp_path / "killed"
+    kills = 0
+    for iteration in range(ITERATIONS):
+        edit(str(iteration))
+        span = cold if iteration == 0 else update
         proc = start_indexer(root, index_dir, static_model)
-        time.sleep(rng.uniform(0.0, full * 1.1))
+        time.sleep(rng.uniform(0.0, span * 1.1))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
