@@ -191,6 +191,25 @@ CASES = [
     ("the Sunday before March 10", WED, at(2024, 3, 3), at(2024, 3, 11), ""),
     ("3 months before May 31, 2023", WED, at(2023, 2, 28), at(2023, 6, 1), ""),
     ("a year before yesterday", WED, at(2023, 3, 12), at(2024, 3, 13), ""),
+    # A relative phrase with a date that needs no anchor: read from that date, to its end.
+    (
+        "what did she finish last Friday on 23 January, 2022?",
+        WED,
+        at(2022, 1, 21),
+        at(2022, 1, 24),
+        "what did she finish?",
+    ),
+    (
+        "the writing issue last week, as mentioned on November 6, 2023",
+        WED,
+        at(2023, 10, 30),
+        at(2023, 11, 7),
+        "the writing issue, as mentioned",
+    ),
+    ("on 2023-11-06, yesterday's plan", WED, at(2023, 11, 5), at(2023, 11, 7), "plan"),
+    # Two dates, or two relative phrases: the first phrase alone.
+    ("on 2023-11-06 and 2023-11-08", WED, at(2023, 11, 6), at(2023, 11, 7), "and 2023-11-08"),
+    ("yesterday and last week", WED, at(2024, 3, 12), at(2024, 3, 13), "and last week"),
 ]
 
 

@@ -44,9 +44,13 @@ midnight also across daylight-saving changes. The phrases, and what they name:
   August 11" is how one retells "I got a puppy two weeks ago" said on August 11).
 
 Matching is case-insensitive and takes one phrase per query: the leftmost, and of those starting
-there the longest (``since last Tuesday`` rather than ``last Tuesday``). A leading ``in``,
-``on``, ``during``, ``from``, ``over``, ``within`` or ``throughout`` and a trailing ``'s``
-(``yesterday's``) are part of the phrase and leave the query with it.
+there the longest (``since last Tuesday`` rather than ``last Tuesday``). One pair is read
+together: a relative phrase and a date that needs no anchor, in either order ("what did she
+finish last Friday, on 23 January 2022"). The relative phrase is then read from that date, and
+the range runs from its start to the end of the date: the date is when it was said.
+
+A leading ``in``, ``on``, ``during``, ``from``, ``over``, ``within`` or ``throughout`` and a
+trailing ``'s`` (``yesterday's``) are part of the phrase and leave the query with it.
 
 Words that are also ordinary words are dates only in context:
 
@@ -128,16 +132,66 @@ def resolve(query: str, anchor: datetime) -> Resolved:
         tz = timezone.utc
         anchor = anchor.replace(tzinfo=tz)
     ctx = _Context(anchor=anchor, today=anchor.date(), tz=tz)
-    for word in _WORD_START.finditer(query):
+    first = _find_phrase(query, 0, ctx)
+    if first is None:
+        return Resolved(query, None, None, None)
+    pos, stop, start, end = first
+    rest = query[:pos] + " " + query[stop:]
+    phrase = query[pos:stop].strip()
+    second = _find_phrase(query, stop, ctx)
+    if second is not None:
+        dated = _dated_pair(query, (pos, stop), second[:2], ctx)
+        if dated is not None:
+            start, end = dated
+            rest = query[:pos] + " " + query[stop : second[0]] + " " + query[second[1] :]
+            phrase = query[pos : second[1]].strip()
+    return Resolved(_tidy(rest), start, end, phrase)
+
+
+def _find_phrase(
+    query: str, offset: int, ctx: _Context
+) -> tuple[int, int, datetime | None, datetime | None] | None:
+    """The first phrase at or after ``offset``: where it starts and stops, and its range."""
+    for word in _WORD_START.finditer(query, offset):
         try:
             found = _parse_phrase(query, word.start(), ctx)
         except (ValueError, OverflowError):  # beyond year 1 or 9999
             continue
         if found is not None:
-            stop, start, end = found
-            rest = query[: word.start()] + " " + query[stop:]
-            return Resolved(_tidy(rest), start, end, query[word.start() : stop].strip())
-    return Resolved(query, None, None, None)
+            return word.start(), *found
+    return None
+
+
+def _dated_pair(
+    query: str, a: tuple[int, int], b: tuple[int, int], ctx: _Context
+) -> tuple[datetime | None, datetime | None] | None:
+    """The range of two phrases of which one is relative ("last Friday") and the other a date
+    that needs no anchor ("23 January 2022"): the relative one read from that date, up to the
+    end of it. None for any other pair."""
+    # A phrase whose range moves with the anchor is relative: read each from two anchors.
+    later = timedelta(days=400)
+    spans = []
+    try:
+        other = _Context(anchor=ctx.anchor + later, today=ctx.today + later, tz=ctx.tz)
+        for lo, _ in (a, b):
+            spans.append((_parse_phrase(query, lo, ctx), _parse_phrase(query, lo, other)))
+    except (ValueError, OverflowError):  # near year 9999
+        return None
+    fixed = [here is not None and here == there for here, there in spans]
+    if fixed.count(True) != 1:
+        return None
+    relative, dated = (a, spans[1][0]) if fixed[1] else (b, spans[0][0])
+    if dated is None or dated[1] is None or dated[2] is None:
+        return None
+    day = dated[1].date()
+    told = _Context(anchor=ctx.midnight(day), today=day, tz=ctx.tz)
+    try:
+        found = _parse_phrase(query, relative[0], told)
+    except (ValueError, OverflowError):
+        return None
+    if found is None or (found[1] is not None and found[1] >= dated[2]):
+        return None
+    return found[1], dated[2]
 
 
 # Vocabulary.
