@@ -438,6 +438,22 @@ def test_function_words_of_a_question_do_not_match(store: MemoryStore) -> None:
     assert store.search("what did they say", limit=1)[0].snippet.startswith("Mia: How did")
 
 
+def test_an_irregular_past_tense_answers_a_question_in_the_base_form(
+    store: MemoryStore,
+) -> None:
+    """ "What did Mia buy?" is told as "I bought ...": no suffix rule joins the two."""
+    store.add("Mia: I want to sell the lamp.", "observation")
+    store.add("Mia: It gets busy on Saturdays.", "observation")
+    answer = store.add(
+        "Mia: After weeks of looking at the market stalls I bought a copper kettle.",
+        "observation",
+    ).record
+    assert answer is not None
+    hits = store.search("What did Mia buy?", limit=3)
+    assert hits[0].id == answer.id
+    assert hits[0].score > hits[1].score
+
+
 def test_search_sees_other_writers_and_leaves_out_superseded_records(db: Path) -> None:
     with MemoryStore(PROJECT, path=db) as reader, MemoryStore(PROJECT, path=db) as writer:
         assert reader.search("cache invalidation") == []
