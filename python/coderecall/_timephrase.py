@@ -140,7 +140,7 @@ def resolve(query: str, anchor: datetime) -> Resolved:
     phrase = query[pos:stop].strip()
     second = _find_phrase(query, stop, ctx)
     if second is not None:
-        dated = _dated_pair(query, (pos, stop), second[:2], ctx)
+        dated = _dated_pair(query, first, second, ctx)
         if dated is not None:
             start, end = dated
             rest = query[:pos] + " " + query[stop : second[0]] + " " + query[second[1] :]
@@ -148,9 +148,11 @@ def resolve(query: str, anchor: datetime) -> Resolved:
     return Resolved(_tidy(rest), start, end, phrase)
 
 
-def _find_phrase(
-    query: str, offset: int, ctx: _Context
-) -> tuple[int, int, datetime | None, datetime | None] | None:
+_Found = tuple[int, int, datetime | None, datetime | None]
+"""A phrase found in a query: where it starts and stops, and its range."""
+
+
+def _find_phrase(query: str, offset: int, ctx: _Context) -> _Found | None:
     """The first phrase at or after ``offset``: where it starts and stops, and its range."""
     for word in _WORD_START.finditer(query, offset):
         try:
@@ -163,35 +165,32 @@ def _find_phrase(
 
 
 def _dated_pair(
-    query: str, a: tuple[int, int], b: tuple[int, int], ctx: _Context
+    query: str, a: _Found, b: _Found, ctx: _Context
 ) -> tuple[datetime | None, datetime | None] | None:
     """The range of two phrases of which one is relative ("last Friday") and the other a date
     that needs no anchor ("23 January 2022"): the relative one read from that date, up to the
     end of it. None for any other pair."""
-    # A phrase whose range moves with the anchor is relative: read each from two anchors.
+    # A phrase whose range moves with the anchor is relative: read each again a while later.
     later = timedelta(days=400)
-    spans = []
     try:
         other = _Context(anchor=ctx.anchor + later, today=ctx.today + later, tz=ctx.tz)
-        for lo, _ in (a, b):
-            spans.append((_parse_phrase(query, lo, ctx), _parse_phrase(query, lo, other)))
+        fixed = [_parse_phrase(query, found[0], other) == found[1:] for found in (a, b)]
     except (ValueError, OverflowError):  # near year 9999
         return None
-    fixed = [here is not None and here == there for here, there in spans]
     if fixed.count(True) != 1:
         return None
-    relative, dated = (a, spans[1][0]) if fixed[1] else (b, spans[0][0])
-    if dated is None or dated[1] is None or dated[2] is None:
+    relative, dated = (b, a) if fixed[0] else (a, b)
+    if dated[2] is None or dated[3] is None:
         return None
-    day = dated[1].date()
+    day = dated[2].date()
     told = _Context(anchor=ctx.midnight(day), today=day, tz=ctx.tz)
     try:
         found = _parse_phrase(query, relative[0], told)
     except (ValueError, OverflowError):
         return None
-    if found is None or (found[1] is not None and found[1] >= dated[2]):
+    if found is None or (found[1] is not None and found[1] >= dated[3]):
         return None
-    return found[1], dated[2]
+    return found[1], dated[3]
 
 
 # Vocabulary.
@@ -305,6 +304,18 @@ def _week_span(ctx: _Context, day: date) -> _Span:
     return ctx.days(monday, monday + timedelta(days=7))
 
 
+def _units_before(day: date, unit: str, n: int) -> date:
+    """``day`` moved back by ``n`` days, weeks, months or years."""
+    if unit in ("day", "week"):
+        return day - timedelta(days=n * (7 if unit == "week" else 1))
+    return _shift_date(day, -n * (12 if unit == "year" else 1))
+
+
+def _weekday_before(day: date, weekday: str) -> date:
+    """The most recent ``weekday`` strictly before ``day``."""
+    return day - timedelta(days=(day.weekday() - _WEEKDAYS.index(weekday.lower())) % 7 or 7)
+
+
 def _shift_date(day: date, months: int) -> date:
     """``day`` moved by whole months, clamped to the end of a shorter month."""
     year, month = _add_months(day.year, day.month, months)
@@ -333,12 +344,11 @@ def _part_today(m: re.Match[str], ctx: _Context) -> _Span:
 
 
 def _weekday(m: re.Match[str], ctx: _Context) -> _Span:
-    wanted = _WEEKDAYS.index(m["weekday"].lower())
     if m["which"] is not None and m["which"].lower() == "this":
-        back = ctx.today.weekday() - wanted  # this week's, even if after the anchor
-    else:
-        back = (ctx.today.weekday() - wanted) % 7 or 7
-    return ctx.day(ctx.today - timedelta(days=back))
+        # This week's, even if after the anchor.
+        back = ctx.today.weekday() - _WEEKDAYS.index(m["weekday"].lower())
+        return ctx.day(ctx.today - timedelta(days=back))
+    return ctx.day(_weekday_before(ctx.today, m["weekday"]))
 
 
 def _calendar(m: re.Match[str], ctx: _Context) -> _Span:
@@ -369,11 +379,7 @@ def _rolling(m: re.Match[str], ctx: _Context) -> _Span | None:
     end = ctx.end_of_today
     if unit == "hour":
         return ctx.anchor - timedelta(hours=n), end
-    if unit in ("day", "week"):
-        days = n * (7 if unit == "week" else 1)
-        return ctx.midnight(ctx.today + timedelta(days=1 - days)), end
-    months = n * (12 if unit == "year" else 1)
-    return ctx.midnight(_shift_date(ctx.today + timedelta(days=1), -months)), end
+    return ctx.midnight(_units_before(ctx.today + timedelta(days=1), unit, n)), end
 
 
 def _month_day(m: re.Match[str], ctx: _Context) -> _Span | None:
@@ -541,13 +547,9 @@ def _back_from(m: re.Match[str], start: datetime, ctx: _Context) -> datetime:
     ``start``."""
     day = start.date()
     if m["weekday"] is not None:
-        wanted = _WEEKDAYS.index(m["weekday"].lower())
-        return ctx.midnight(day - timedelta(days=(day.weekday() - wanted) % 7 or 7))
-    unit = (m["unit"] or m["one"]).lower()
+        return ctx.midnight(_weekday_before(day, m["weekday"]))
     n = 1 if m["n"] is None else _number(m["n"])
-    if unit in ("day", "week"):
-        return ctx.midnight(day - timedelta(days=n * (7 if unit == "week" else 1)))
-    return ctx.midnight(_shift_date(day, -n * (12 if unit == "year" else 1)))
+    return ctx.midnight(_units_before(day, (m["unit"] or m["one"]).lower(), n))
 
 
 def _bounded(word: str, span: _Span, ctx: _Context) -> tuple[datetime | None, datetime | None]:
