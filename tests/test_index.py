@@ -206,6 +206,33 @@ def test_per_file_is_a_soft_cap(make_repo: MakeRepo) -> None:
     assert sorted(paths) == ["dominant.py"] * 6 + ["weak.py"]
 
 
+def test_a_smaller_limit_gives_the_first_results_of_a_larger_one(make_repo: MakeRepo) -> None:
+    """Asking for fewer results never reorders them: an agent that peeks at 3 and then
+    reads 10 sees the same first three. Real code (this package's own sources), so that far
+    more chunks match than the ranking re-scores."""
+    package = Path(__file__).resolve().parents[1] / "python" / "coderecall"
+    native = Path(__file__).resolve().parents[1] / "native" / "core" / "src"
+    files = {f"py/{p.relative_to(package)}": p.read_text() for p in package.rglob("*.py")}
+    files |= {f"rs/{p.relative_to(native)}": p.read_text() for p in native.rglob("*.rs")}
+    root = make_repo(files)
+    queries = [
+        "detect the language of a file",  # natural language
+        "vector index add",
+        "bm25 snapshot save",
+        "MemoryStore",  # identifiers
+        "search",
+        "rs/bm25",  # a path
+    ]
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        index.index()
+        for query in queries:
+            whole = [(h.path, h.start_line) for h in index.search(query, limit=100)]
+            assert len(whole) == 100, query
+            for limit in (1, 3, 10, 50):
+                got = [(h.path, h.start_line) for h in index.search(query, limit=limit)]
+                assert got == whole[:limit], (query, limit)
+
+
 def test_search_builds_a_missing_index(project: Path) -> None:
     with CodeIndex(project) as index:
         hits = index.search("compute_invoice_total")

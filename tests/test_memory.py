@@ -465,6 +465,30 @@ def test_search_sees_other_writers_and_leaves_out_superseded_records(db: Path) -
         assert [h.id for h in reader.search("cache invalidation")] == [new.id]
 
 
+def test_a_smaller_limit_gives_the_first_results_of_a_larger_one(store: MemoryStore) -> None:
+    """Asking for fewer results never reorders them, even where far more records match
+    than the search weighs (600 records of 30 sessions, each a few words of the same 38)."""
+    rng = random.Random(7)
+    vocabulary = (
+        "cache build index query deploy test config shard replica lock merge branch commit"
+        " schema table column vector model token parser grammar server client socket retry"
+        " timeout queue worker thread pool memory disk page log metric alert trace span"
+    )
+    words = vocabulary.split()
+    start = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    for n in range(600):
+        text = " ".join(rng.sample(words, rng.randint(3, 8)))
+        store.add(text, "observation", session=f"s{n // 20}", at=start + timedelta(hours=n))
+    for query in ("cache lock", "deploy the replica config", "merge test shard index"):
+        whole = [h.id for h in store.search(query, limit=60)]
+        assert len(whole) == 60, query
+        for limit in (1, 3, 10, 20):
+            assert [h.id for h in store.search(query, limit=limit)] == whole[:limit], (
+                query,
+                limit,
+            )
+
+
 def test_time_phrases_are_resolved_against_the_records_dates(store: MemoryStore) -> None:
     days = {
         datetime(2025, 3, 12, 10, tzinfo=timezone.utc): "Chose Postgres for the ledger service.",

@@ -125,9 +125,12 @@ committing" / "Always run make test before you commit") scores 0.92, a restated 
 fact ("The build uses maturin and pyo3" / "Build: maturin with pyo3 bindings") 0.78, two
 different facts of one kind ("The API server lives in server/app.py" / "The CLI entry point
 is cli/main.py") 0.46. A threshold given to :class:`MemoryStore` applies to both measures."""
-_OVERFETCH = 3
-_MIN_DEPTH = 50
-"""Candidates each channel brings to fusion: ``max(limit * 3, 50)``."""
+_DEPTH = 60
+"""Candidates each channel brings to fusion, whatever the limit (up to this many). Scores
+count from the last candidate's (``_above_floor``), so a depth that grew with the limit would
+reorder the first results: ``limit=5`` would not be the first five of ``limit=20``. On the
+LoCoMo benchmark (hybrid, ``limit=20``), depths 40 / 50 / 60 / 80 / 100 gave Hit@10 0.842 /
+0.847 / 0.849 / 0.843 / 0.842 and Recall@20 0.822 / 0.822 / 0.825 / 0.828 / 0.827."""
 _RRF_K = 60
 _CONTEXT_WEIGHT = 0.5
 """Share of its best session neighbour's score a record earns in each channel (see
@@ -617,7 +620,7 @@ class MemoryStore:
             newest = sorted(candidates.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
             return self._hits([(i, 0.0, ()) for i, _ in newest])
         allowed = set(candidates)
-        depth = max(limit * _OVERFETCH, _MIN_DEPTH)
+        depth = max(limit, _DEPTH)
         lexicon = self._text_index()
         # Function words go: they match every question asked in a conversation.
         lexical, matched = lexicon.search(content_query(text), depth, allowed)

@@ -52,7 +52,10 @@ const VECTORS_META: &str = "vectors";
 /// this many (see `Lexical::snapshot_due`), and when the engine is dropped.
 const SNAPSHOT_SHARE: usize = 16;
 const SNAPSHOT_MIN_PATHS: usize = 64;
-/// Candidates taken from BM25F before the ranking layer re-scores them.
+/// Candidates taken from BM25F before the ranking layer re-scores them, whatever the limit (up
+/// to this many): a chunk past the pool can climb into the first results through its
+/// neighbours, so a pool that grew with the limit would reorder them, and `limit = 3` would
+/// not be the first three of `limit = 20`.
 const MIN_CANDIDATES: usize = 200;
 /// Fewer for identifier queries: the chunks defining the name compete whatever their rank,
 /// and past the first hundred nothing reaches the top ten (1,740 symbol queries of the
@@ -1136,7 +1139,7 @@ impl Engine {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let lx = &*lexical;
         let allowed = |key: u64| lx.allows(req, key);
-        let k = (req.limit * 10).max(match query.class {
+        let k = req.limit.max(match query.class {
             QueryClass::Identifier => IDENTIFIER_CANDIDATES,
             QueryClass::Path | QueryClass::NaturalLanguage => MIN_CANDIDATES,
         });
@@ -1472,7 +1475,7 @@ impl Engine {
             }
         };
         let allowed = |key: u64| Some(key) != source && lx.allows(req, key);
-        let k = (req.limit * 10).max(MIN_CANDIDATES);
+        let k = req.limit.max(MIN_CANDIDATES);
         #[cfg(feature = "embed")]
         if !req.lexical_only {
             let slot = self
