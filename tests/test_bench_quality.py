@@ -18,10 +18,12 @@ from benches.quality.metrics import (
     summarize,
 )
 from benches.quality.queries import (
+    DECLARATION,
     DOC,
     SourceFile,
     blank,
     clean_markup,
+    declaration_queries,
     doc_targets,
     first_sentence,
     is_good_sentence,
@@ -288,6 +290,21 @@ def test_sampling_is_deterministic_and_skips_tests() -> None:
     assert any("." in t or "::" in t for t in texts)
     assert any("." not in t and "::" not in t for t in texts)
     assert "send" not in texts  # defined in many files: no single answer
+
+
+def test_declaration_queries_write_plain_names_as_their_language_declares_them() -> None:
+    symbols, _ = sample_symbol("demo", _files(), 100, seed=7)
+    declared = declaration_queries(symbols)
+    plain = {(q.path, q.ranges): q for q in symbols}
+    texts = {q.text for q in declared}
+    assert {"fn parse", "function commaSep1", "class Client3", "def helper3"} <= texts
+    for query in declared:
+        _, name = query.text.split(" ")
+        source = plain[(query.path, query.ranges)]
+        assert (query.family, name, query.symbol) == (DECLARATION, source.text, source.symbol)
+    # a qualified name is already specific: only plain names get a keyword
+    assert any("." in q.text for q in symbols)
+    assert len(declared) == sum(1 for q in symbols if "." not in q.text and "::" not in q.text)
 
 
 def test_target_paths() -> None:

@@ -233,6 +233,92 @@ def test_a_smaller_limit_gives_the_first_results_of_a_larger_one(make_repo: Make
                 assert got == whole[:limit], (query, limit)
 
 
+STORE_RS = """\
+/// Records kept in memory, newest last.
+pub struct Store {
+    records: Vec<String>,
+    limit: usize,
+}
+
+impl Store {
+    /// A store that keeps at most `limit` records.
+    pub fn new(limit: usize) -> Store {
+        Store { records: Vec::new(), limit }
+    }
+
+    /// Adds a record, dropping the oldest past the limit of the store.
+    pub fn push(&mut self, record: String) {
+        self.records.push(record);
+        if self.records.len() > self.limit {
+            self.records.remove(0);
+        }
+    }
+}
+
+impl std::fmt::Display for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Store of {} records (Store limit {})", self.records.len(), self.limit)
+    }
+}
+
+/// Opens the default store.
+pub fn store() -> Store {
+    Store::new(100)
+}
+"""
+
+
+REGISTRY_RS = """\
+use crate::store::Store;
+
+/// Stores by name, for the commands that keep several.
+pub struct Registry {
+    stores: Vec<(String, Store)>,
+}
+
+impl Registry {
+    /// An empty registry; a Registry holds no store until one is added.
+    pub fn new() -> Registry {
+        Registry { stores: Vec::new() }
+    }
+
+    /// Adds a store to the Registry under `name`, returning the Registry for chaining.
+    pub fn add(&mut self, name: &str, store: Store) -> &mut Registry {
+        self.stores.push((name.to_string(), store));
+        self
+    }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        ("Registry", "struct"),  # a type's name: its declaration before its impl blocks
+        ("struct Registry", "struct"),
+        ("impl Registry", "impl"),
+        ("struct Store", "struct"),
+        ("pub struct Store {", "struct"),
+        ("impl Store", "impl"),
+        ("fn store", "function"),  # the keyword settles a name that is a type and a function
+        ("fn store()", "function"),
+    ],
+)
+def test_a_declaration_keyword_or_a_type_name_finds_the_declaration(
+    make_repo: MakeRepo, query: str, kind: str
+) -> None:
+    root = make_repo(
+        {
+            "src/store.rs": STORE_RS,
+            "src/registry.rs": REGISTRY_RS,
+            "src/main.rs": "fn main() { store(); }\n",
+        }
+    )
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        hits = index.search(query, limit=3)
+    assert hits[0].kind == kind, [(h.kind, h.symbol, h.start_line) for h in hits]
+
+
 def test_search_builds_a_missing_index(project: Path) -> None:
     with CodeIndex(project) as index:
         hits = index.search("compute_invoice_total")

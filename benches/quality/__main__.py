@@ -1,6 +1,6 @@
 """Retrieval quality of coderecall against BM25 windows and ripgrep on pinned corpora.
 
-    python -m benches.quality [--quick] [--projects a,b] [--family doc|symbol] [--json]
+    python -m benches.quality [--quick] [--projects a,b] [--family doc|symbol|declaration] [--json]
                               [--ablate RULE[,RULE+RULE...]] [--cap N] [--seed N] [--cache DIR]
 
 Prints markdown tables (or JSON with ``--json``); progress goes to stderr. Exit 0 on success,
@@ -33,11 +33,13 @@ from benches.quality.baselines import (
 )
 from benches.quality.metrics import Outcome, chunk_rank, file_rank, result_lines
 from benches.quality.queries import (
+    DECLARATION,
     DOC,
     FAMILIES,
     SYMBOL,
     DocTarget,
     Query,
+    declaration_queries,
     make_copy,
     sample_doc,
     sample_symbol,
@@ -215,10 +217,15 @@ def run_project(
         doc, edits, candidates = sample_doc(name, files, args.cap, args.seed)
         queries += doc
         info.candidates[DOC] = candidates
-    if SYMBOL in families:
+    if SYMBOL in families or DECLARATION in families:
         symbol, candidates = sample_symbol(name, files, args.cap, args.seed)
-        queries += symbol
-        info.candidates[SYMBOL] = candidates
+        if SYMBOL in families:
+            queries += symbol
+            info.candidates[SYMBOL] = candidates
+        if DECLARATION in families:
+            declared = declaration_queries(symbol)
+            queries += declared
+            info.candidates[DECLARATION] = len(declared)
     key = hashlib.sha256(
         json.dumps(
             [
@@ -251,7 +258,8 @@ def run_project(
             notes.append(f"{name}: {len(queries) - len(kept)} queries target unindexed files")
         for family in families:
             info.queries[family] = sum(1 for q in kept if q.family == family)
-            if info.queries[family] < args.cap:
+            # Declarations are the symbol family's plain names: fewer by construction.
+            if family != DECLARATION and info.queries[family] < args.cap:
                 notes.append(
                     f"{name}: {info.queries[family]} {family} queries, fewer than the cap "
                     f"{args.cap} (only {info.candidates[family]} candidates)"

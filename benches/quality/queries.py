@@ -1,4 +1,5 @@
-"""Query families built from a corpus: doc-to-code and symbol, plus the blanked copy.
+"""Query families built from a corpus: doc-to-code, symbol and declaration, plus the blanked
+copy.
 
 Everything here is deterministic for a given tree, seed and cap: candidates are sorted before a
 seeded ``random.Random`` samples them, so the query sets are reproducible from the pinned
@@ -15,7 +16,7 @@ import re
 import shutil
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from coderecall._collect import collect
@@ -24,8 +25,9 @@ from coderecall._native import detect_language, extract_symbols
 
 DOC = "doc"
 SYMBOL = "symbol"
-FAMILIES = (DOC, SYMBOL)
-FAMILY_NAMES = {DOC: "doc-to-code", SYMBOL: "symbol"}
+DECLARATION = "declaration"
+FAMILIES = (DOC, SYMBOL, DECLARATION)
+FAMILY_NAMES = {DOC: "doc-to-code", SYMBOL: "symbol", DECLARATION: "declaration"}
 
 MIN_WORDS = 6
 MAX_WORDS = 40
@@ -48,6 +50,8 @@ class Query:
     ranges: tuple[Range, ...]
     """1-based inclusive line ranges; a result intersecting any of them is a chunk-level hit."""
     symbol: str
+    kind: str = ""
+    """The definition's kind (``function``, ``struct``, ...), for symbol queries."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,7 +413,7 @@ def sample_symbol(
     """
     where: defaultdict[str, set[str]] = defaultdict(set)
     ranges: defaultdict[tuple[str, str], list[Range]] = defaultdict(list)
-    info: dict[tuple[str, str], tuple[str, str]] = {}
+    info: dict[tuple[str, str], tuple[str, str, str]] = {}
     qualified: set[str] = set()
     for source in files:
         target_file = is_target_path(source.path) and not is_generated(source.text)
@@ -420,7 +424,8 @@ def sample_symbol(
                 where[text].add(source.path)
                 if target_file and kind in SYMBOL_KINDS:
                     ranges[(text, source.path)].append((start, end))
-                    info.setdefault((text, source.path), (source.language, local_path or name))
+                    described = (source.language, local_path or name, kind)
+                    info.setdefault((text, source.path), described)
                     if text == local_path and text != name:
                         qualified.add(text)
     bare: list[tuple[str, str]] = []
@@ -459,10 +464,59 @@ def sample_symbol(
             path,
             tuple(sorted(ranges[(text, path)])),
             info[(text, path)][1],
+            info[(text, path)][2],
         )
         for text, path in chosen
     ]
     return queries, len(bare) + len(dotted)
+
+
+# How each language declares a kind of definition, as a user would type it before the name.
+_KEYWORDS: dict[str, dict[str, str]] = {
+    "python": {"function": "def", "method": "def", "class": "class"},
+    "rust": {
+        "function": "fn",
+        "method": "fn",
+        "struct": "struct",
+        "enum": "enum",
+        "trait": "trait",
+        "type": "type",
+    },
+    "go": {"function": "func", "method": "func", "struct": "type", "interface": "type"},
+    "javascript": {"function": "function", "class": "class"},
+    "typescript": {
+        "function": "function",
+        "class": "class",
+        "interface": "interface",
+        "type": "type",
+        "enum": "enum",
+    },
+    "java": {"class": "class", "interface": "interface", "enum": "enum"},
+    "c": {"struct": "struct", "enum": "enum"},
+    "cpp": {"class": "class", "struct": "struct", "enum": "enum"},
+    "ruby": {"function": "def", "method": "def", "class": "class"},
+    "php": {
+        "function": "function",
+        "method": "function",
+        "class": "class",
+        "interface": "interface",
+        "trait": "trait",
+    },
+}
+
+
+def declaration_queries(symbols: Sequence[Query]) -> list[Query]:
+    """The symbol queries of plain names, written as their language declares them
+    (``def parse_args``, ``struct Store``, ``func NewEntry``): same targets, with the keyword
+    an agent copies from code or types to say which of several things of one name it means.
+    Qualified names and kinds without a keyword of their own (a C function) are left out.
+    """
+    out = []
+    for query in symbols:
+        keyword = _KEYWORDS.get(query.language, {}).get(query.kind)
+        if keyword and _IDENTIFIER.fullmatch(query.text):
+            out.append(replace(query, family=DECLARATION, text=f"{keyword} {query.text}"))
+    return out
 
 
 # --- the blanked copy -------------------------------------------------------------------------

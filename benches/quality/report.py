@@ -89,8 +89,10 @@ def markdown(
     lines = [
         "## Corpora and queries",
         "",
-        "| project | language | version | files | windows | index s | doc-to-code | symbol |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| project | language | version | files | windows | index s | "
+        + " | ".join(FAMILY_NAMES[f] for f in FAMILIES)
+        + " |",
+        "|" + " --- |" * (6 + len(FAMILIES)),
     ]
     for p in sorted(projects, key=lambda p: p.name):
         counts = [

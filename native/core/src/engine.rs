@@ -301,10 +301,22 @@ fn path_id_of(key: u64) -> u32 {
 
 /// The request's results: its per-file cap applied to scored chunk keys, best first.
 fn per_file_cap(
-    scored: Vec<(f32, (u64, Channels))>,
+    mut scored: Vec<(f32, (u64, Channels))>,
     req: &SearchRequest,
     weights: &Weights,
+    lx: &Lexical,
 ) -> Vec<(f32, (u64, Channels))> {
+    // Equal scores go in path and line order: document keys differ between two builds of
+    // one tree, and the same index must rank alike however it was built. (`diversify` sorts
+    // stably by score.)
+    let position = |key: u64| {
+        let path = lx.paths.get(&path_id_of(key)).map(|p| p.path.as_str());
+        (path, lx.docs.get(&key).map(|d| d.start_line))
+    };
+    scored.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| position(a.1.0).cmp(&position(b.1.0)))
+    });
     diversify(
         scored,
         |(key, _)| path_id_of(*key),
@@ -1188,7 +1200,7 @@ impl Engine {
                 weights.neighbours,
             );
         }
-        let ranked = per_file_cap(scored, req, &weights);
+        let ranked = per_file_cap(scored, req, &weights, lx);
         self.hits(lx, ranked, req.with_content)
     }
 
@@ -1503,7 +1515,7 @@ impl Engine {
                     .into_iter()
                     .map(|(key, similarity)| (similarity, (key, semantic_only)))
                     .collect();
-                let ranked = per_file_cap(scored, req, &weights);
+                let ranked = per_file_cap(scored, req, &weights, lx);
                 return self.hits(lx, ranked, req.with_content);
             }
         }
@@ -1515,7 +1527,7 @@ impl Engine {
             .into_iter()
             .map(|(key, score)| (score, (key, Channels::LEXICAL)))
             .collect();
-        let ranked = per_file_cap(scored, req, &weights);
+        let ranked = per_file_cap(scored, req, &weights, lx);
         self.hits(lx, ranked, req.with_content)
     }
 

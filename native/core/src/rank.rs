@@ -46,9 +46,14 @@ pub struct Query {
     pub prints: Vec<u32>,
     /// For identifier queries: the segments, lower-cased (`Client.send` -> `client`, `send`).
     pub segments: Vec<String>,
+    /// For identifier queries: the last segment as typed (`send`, `NewEntry`).
+    pub name: String,
     /// For plain-language queries: the compound identifiers they name (`parse_args`,
     /// `GetPostFormMap`), lower-cased, each once.
     pub named: Vec<String>,
+    /// The kinds a declaration keyword before an identifier asks for (`class Foo`, `fn parse`,
+    /// `impl Store`): such a query is the identifier, with a preference for those kinds.
+    pub kinds: &'static [ChunkKind],
     pub wants_tests: bool,
     pub wants_docs: bool,
     pub wants_vendored: bool,
@@ -57,15 +62,16 @@ pub struct Query {
 impl Query {
     #[must_use]
     pub fn parse(raw: &str) -> Query {
-        let raw = raw.trim();
+        let (raw, kinds) = declaration(raw.trim()).unwrap_or((raw.trim(), &[]));
         let class = classify_query(raw);
         let mut terms = analyze_to_vec(raw);
         let mut seen = std::collections::HashSet::new();
         terms.retain(|t| seen.insert(t.clone()));
-        let segments = if class == QueryClass::Identifier {
-            split_qualified(raw)
+        let (segments, name) = if class == QueryClass::Identifier {
+            let name = raw.rsplit(['.', ':', '#', '>']).next().unwrap_or(raw);
+            (split_qualified(raw), name.trim_end_matches('-').to_owned())
         } else {
-            Vec::new()
+            (Vec::new(), String::new())
         };
         let words: Vec<String> = raw
             .split(|c: char| !c.is_alphanumeric())
@@ -91,7 +97,9 @@ impl Query {
             prints: terms.iter().map(|t| fingerprint(t)).collect(),
             terms,
             segments,
+            name,
             named,
+            kinds,
             wants_tests: has(&[
                 "test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock",
             ]),
@@ -119,6 +127,70 @@ fn is_compound_identifier(word: &str) -> bool {
         .zip(inner.chars().skip(1))
         .any(|(a, b)| a.is_lowercase() && b.is_uppercase());
     snake || camel
+}
+
+/// Words that may precede a declaration keyword (`pub fn`, `export default function`).
+const MODIFIERS: &[&str] = &[
+    "pub",
+    "pub(crate)",
+    "async",
+    "export",
+    "default",
+    "public",
+    "private",
+    "protected",
+    "internal",
+    "static",
+    "abstract",
+    "final",
+    "sealed",
+    "open",
+    "unsafe",
+    "extern",
+    "inline",
+    "virtual",
+    "override",
+    "const",
+    "data",
+];
+
+/// The kinds a declaration keyword names, as code spells it (lower case).
+fn declared_kinds(keyword: &str) -> Option<&'static [ChunkKind]> {
+    use ChunkKind::{Class, Enum, Function, Impl, Interface, Macro, Method, Module, Struct, Trait};
+    Some(match keyword {
+        "def" | "fn" | "func" | "fun" | "function" => &[Function, Method],
+        "class" | "struct" | "enum" | "trait" | "interface" | "type" | "protocol" | "record"
+        | "union" | "typedef" => &[Class, Struct, Enum, Trait, Interface, ChunkKind::Type],
+        "impl" | "extension" => &[Impl],
+        "mod" | "module" | "namespace" => &[Module],
+        "macro" | "macro_rules!" => &[Macro],
+        _ => return None,
+    })
+}
+
+/// `[modifiers] keyword name[(...)]`, as code declares a name (`pub fn parse`, `class Foo`,
+/// `def send(self, request)`): the name and the kinds the keyword asks for. Anything but
+/// brackets or a colon after the name makes it a sentence ("class that parses flags").
+fn declaration(raw: &str) -> Option<(&str, &'static [ChunkKind])> {
+    let mut rest = raw;
+    loop {
+        let (word, after) = rest.split_once(char::is_whitespace)?;
+        let after = after.trim_start();
+        if MODIFIERS.contains(&word) {
+            rest = after;
+            continue;
+        }
+        let kinds = declared_kinds(word)?;
+        let end = after
+            .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '$' | '.' | ':')))
+            .unwrap_or(after.len());
+        let (name, tail) = after.split_at(end);
+        let name = name.trim_end_matches(['.', ':']);
+        let tail = tail.trim_start();
+        let named = name.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '$');
+        let bracketed = tail.is_empty() || tail.starts_with(['(', '<', '{', '[', ':']);
+        return (named && bracketed).then_some((name, kinds));
+    }
 }
 
 fn classify_query(raw: &str) -> QueryClass {
@@ -245,6 +317,15 @@ pub struct Weights {
     pub partial_symbol: f32,
     /// Definitions over glue code and text, for identifier queries.
     pub definition_identifier: f32,
+    /// An impl block named like the type asked for, against the type's own declaration:
+    /// a type's name asks for where it is declared first (as "go to definition" does), then
+    /// for its impl blocks, which mention the name more often and would win on BM25F alone.
+    pub impl_block: f32,
+    /// The chunk is of a kind the query's declaration keyword names (`class Foo`, `fn foo`).
+    pub declared_kind: f32,
+    /// The symbol is spelled as typed, case included: `NewEntry` over `newEntry`, `Store`
+    /// over `store` (names match without regard to case otherwise).
+    pub exact_case: f32,
     /// Definitions over glue code and text, for other queries.
     pub definition: f32,
     /// A plain-language query names the chunk's symbol as a compound identifier
@@ -274,6 +355,9 @@ impl Default for Weights {
             exact_name: 1.6,
             partial_symbol: 0.6,
             definition_identifier: 1.5,
+            impl_block: 0.8,
+            declared_kind: 1.5,
+            exact_case: 1.1,
             definition: 1.1,
             named_identifier: 1.6,
             path_terms: 0.3,
@@ -290,12 +374,15 @@ impl Default for Weights {
 
 impl Weights {
     /// Names of the factors, as used by [`Weights::get`] and [`Weights::set`].
-    pub const NAMES: [&'static str; 15] = [
+    pub const NAMES: [&'static str; 18] = [
         "exact_symbol",
         "exact_qualified",
         "exact_name",
         "partial_symbol",
         "definition_identifier",
+        "impl_block",
+        "declared_kind",
+        "exact_case",
         "definition",
         "named_identifier",
         "path_terms",
@@ -315,6 +402,9 @@ impl Weights {
             "exact_name" => &mut self.exact_name,
             "partial_symbol" => &mut self.partial_symbol,
             "definition_identifier" => &mut self.definition_identifier,
+            "impl_block" => &mut self.impl_block,
+            "declared_kind" => &mut self.declared_kind,
+            "exact_case" => &mut self.exact_case,
             "definition" => &mut self.definition,
             "named_identifier" => &mut self.named_identifier,
             "path_terms" => &mut self.path_terms,
@@ -382,7 +472,7 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
         QueryClass::Identifier => {
             if let Some(last) = query.segments.last() {
                 let qualified = query.segments.len() > 1;
-                if !c.symbol.is_empty() && eq_lowercase(c.symbol, last) {
+                let named = if !c.symbol.is_empty() && eq_lowercase(c.symbol, last) {
                     // `Client.send` asks for send on Client: a send elsewhere is only a
                     // partial answer.
                     s *= match (qualified, qualifier_matches(&query.segments, c.local_path)) {
@@ -390,8 +480,32 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                         (true, false) => w.exact_name,
                         (false, _) => w.exact_symbol,
                     };
+                    if c.kind == ChunkKind::Impl && !query.kinds.contains(&ChunkKind::Impl) {
+                        s *= w.impl_block;
+                    }
+                    true
                 } else if c.names.split(' ').any(|n| n.eq_ignore_ascii_case(last)) {
-                    s *= w.exact_name;
+                    // A merged chunk defines each of its units: a plain name is answered as
+                    // by the first unit's symbol. Its qualifiers are unknown, so a qualified
+                    // name counts as a name match only.
+                    s *= if qualified {
+                        w.exact_name
+                    } else {
+                        w.exact_symbol
+                    };
+                    true
+                } else {
+                    false
+                };
+                // Spelling and kind choose among the chunks that define the name; they never
+                // lift a chunk of another name (`def parse` must not prefer any function).
+                if named {
+                    if c.symbol == query.name || c.names.split(' ').any(|n| n == query.name) {
+                        s *= w.exact_case;
+                    }
+                    if query.kinds.contains(&c.kind) {
+                        s *= w.declared_kind;
+                    }
                 }
             }
             if c.kind.is_definition() {
@@ -627,6 +741,90 @@ mod tests {
             names: symbol,
             kind,
         }
+    }
+
+    #[test]
+    fn a_declaration_keyword_makes_an_identifier_query_with_a_kind() {
+        let types = declared_kinds("class").unwrap();
+        for (raw, name, kinds) in [
+            ("class Foo", "Foo", types),
+            ("struct Foo<T>", "Foo", types),
+            (
+                "pub fn parse_args",
+                "parse_args",
+                declared_kinds("fn").unwrap(),
+            ),
+            (
+                "def send(self, request)",
+                "send",
+                declared_kinds("def").unwrap(),
+            ),
+            ("def send:", "send", declared_kinds("def").unwrap()),
+            (
+                "export default function render",
+                "render",
+                declared_kinds("fn").unwrap(),
+            ),
+            ("impl Store", "Store", &[ChunkKind::Impl][..]),
+            (
+                "fn Store::open",
+                "Store::open",
+                declared_kinds("fn").unwrap(),
+            ),
+        ] {
+            assert_eq!(declaration(raw), Some((name, kinds)), "{raw}");
+            let q = Query::parse(raw);
+            assert_eq!(q.class, QueryClass::Identifier, "{raw}");
+            assert_eq!(q.kinds, kinds, "{raw}");
+        }
+        for sentence in [
+            "class that parses flags",
+            "type error handling",
+            "function to retry requests",
+            "fn",
+            "def (x)",
+            "Class Foo",
+        ] {
+            assert_eq!(declaration(sentence), None, "{sentence}");
+        }
+        assert_eq!(Query::parse("impl Store").segments, ["store"]);
+        assert_eq!(Query::parse("class Foo").terms, Query::parse("Foo").terms);
+    }
+
+    #[test]
+    fn a_type_name_finds_its_declaration_before_its_impl_blocks() {
+        let w = Weights::default();
+        let declared = candidate("src/store.rs", "Store", "Store", ChunkKind::Struct);
+        let block = candidate("src/store.rs", "Store", "Store", ChunkKind::Impl);
+        let by = |q: &str, c: &Candidate<'_>| score(&Query::parse(q), c, &w);
+        assert!(by("Store", &declared) > by("Store", &block));
+        assert!(by("struct Store", &declared) > by("struct Store", &block));
+        assert!(by("impl Store", &block) > by("impl Store", &declared));
+        // The keyword also settles a name that is a type and a function.
+        let function = candidate("src/store.rs", "store", "store", ChunkKind::Function);
+        assert!(by("fn store", &function) > by("fn store", &declared));
+        assert!(by("struct store", &declared) > by("struct store", &function));
+        // Without a keyword, the spelling settles it.
+        assert!(by("Store", &declared) > by("Store", &function));
+        assert!(by("store", &function) > by("store", &declared));
+        assert!(by("db.Store", &declared) > by("db.Store", &function));
+        // Neither lifts a chunk of another name: a function named like the query's prefix
+        // stays below the class that defines the name.
+        let near = candidate("src/mypy.py", "parse_arg", "parse_arg", ChunkKind::Function);
+        let mut holder = candidate("src/base.py", "Parser", "Parser", ChunkKind::Class);
+        holder.names = "Parser parse_args";
+        assert!(by("def parse_args", &holder) > by("def parse_args", &near));
+        // A name among a merged chunk's units answers a plain name as its first unit would:
+        // a one-line `struct Fuse;` merged after `struct PanicFuse` beats `impl Fuse`.
+        let mut merged = candidate("src/fuse.rs", "PanicFuse", "PanicFuse", ChunkKind::Struct);
+        merged.names = "PanicFuse Fuse";
+        let prints = [fingerprints("panicfuse"), fingerprints("fuse")];
+        merged.name_prints = &prints;
+        let fuse = candidate("src/fuse.rs", "Fuse", "Fuse", ChunkKind::Impl);
+        assert!(by("Fuse", &merged) > by("Fuse", &fuse));
+        assert!(by("struct Fuse", &merged) > by("struct Fuse", &fuse));
+        let lift = by("def parse_arg", &near) / by("parse_arg", &near);
+        assert!((lift - w.declared_kind).abs() < 1e-5, "{lift}");
     }
 
     #[test]
