@@ -21,7 +21,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -1020,8 +1020,12 @@ fn merge_small(lines: &Lines<'_>, chunks: Vec<Pending>, sizes: MergeSizes) -> Ve
                 };
                 prev.hi = c.hi;
                 prev.tokens += c.tokens;
+                // A gap of the enclosing container (fields, its closing tail) carries the
+                // container's name; a member that absorbs it does not define the container,
+                // and would otherwise answer for its name like the header that does.
+                let container_gap = c.glue && !c.head && prev_wins;
                 for n in c.names {
-                    if !prev.names.contains(&n) {
+                    if !container_gap && !prev.names.contains(&n) {
                         prev.names.push(n);
                     }
                 }

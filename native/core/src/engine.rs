@@ -1519,10 +1519,11 @@ impl Engine {
                 return self.hits(lx, ranked, req.with_content);
             }
         }
-        let query = Query::parse(chunk.as_ref().map_or(given, |c| c.content.as_str()));
+        // The code's own terms, whatever a query parser would make of its first words.
+        let terms = crate::rank::distinct_terms(chunk.as_ref().map_or(given, |c| &c.content));
         let candidates = lx
             .bm25
-            .search_terms_including(&query.terms, k, Some(&allowed), &[]);
+            .search_terms_including(&terms, k, Some(&allowed), &[]);
         let scored = candidates
             .into_iter()
             .map(|(key, score)| (score, (key, Channels::LEXICAL)))

@@ -64,9 +64,7 @@ impl Query {
     pub fn parse(raw: &str) -> Query {
         let (raw, kinds) = declaration(raw.trim()).unwrap_or((raw.trim(), &[]));
         let class = classify_query(raw);
-        let mut terms = analyze_to_vec(raw);
-        let mut seen = std::collections::HashSet::new();
-        terms.retain(|t| seen.insert(t.clone()));
+        let terms = distinct_terms(raw);
         let (segments, name) = if class == QueryClass::Identifier {
             let name = raw.rsplit(['.', ':', '#', '>']).next().unwrap_or(raw);
             (split_qualified(raw), name.trim_end_matches('-').to_owned())
@@ -168,10 +166,23 @@ fn declared_kinds(keyword: &str) -> Option<&'static [ChunkKind]> {
     })
 }
 
+/// The analyzer's terms of `text`, each once, in order of first appearance.
+#[must_use]
+pub fn distinct_terms(text: &str) -> Vec<String> {
+    let mut terms = analyze_to_vec(text);
+    let mut seen = std::collections::HashSet::new();
+    terms.retain(|t| seen.insert(t.clone()));
+    terms
+}
+
 /// `[modifiers] keyword name[(...)]`, as code declares a name (`pub fn parse`, `class Foo`,
 /// `def send(self, request)`): the name and the kinds the keyword asks for. Anything but
 /// brackets or a colon after the name makes it a sentence ("class that parses flags").
 fn declaration(raw: &str) -> Option<(&str, &'static [ChunkKind])> {
+    // A query is one line; several lines are code to match as text (`similar` on a chunk).
+    if raw.contains('\n') {
+        return None;
+    }
     let mut rest = raw;
     loop {
         let (word, after) = rest.split_once(char::is_whitespace)?;
@@ -485,13 +496,13 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                     }
                     true
                 } else if c.names.split(' ').any(|n| n.eq_ignore_ascii_case(last)) {
-                    // A merged chunk defines each of its units: a plain name is answered as
-                    // by the first unit's symbol. Its qualifiers are unknown, so a qualified
-                    // name counts as a name match only.
-                    s *= if qualified {
-                        w.exact_name
-                    } else {
-                        w.exact_symbol
+                    // A merged chunk defines each of its units, as its first unit's symbol
+                    // does; a qualified name must name their scope.
+                    let local = split_qualified(c.local_path);
+                    s *= match (qualified, scope_matches(&query.segments, &local)) {
+                        (true, true) => w.exact_symbol * w.exact_qualified,
+                        (true, false) => w.exact_name,
+                        (false, _) => w.exact_symbol,
                     };
                     true
                 } else {
@@ -582,6 +593,21 @@ pub fn is_test_scope(local_path: &str) -> bool {
 fn qualifier_matches(segments: &[String], local_path: &str) -> bool {
     let local: Vec<String> = split_qualified(local_path);
     local.len() >= segments.len() && local[local.len() - segments.len()..] == *segments
+}
+
+/// The qualifier of `Client.send` (every segment but the last) names the scope of the units
+/// merged into a chunk (`local`: its path's segments): units merge only within one scope, the
+/// chunk's own path when it is a container's header naming its members (`Client`), else its
+/// first unit's parent (`Client.close`, with `send` merged after it).
+fn scope_matches(segments: &[String], local: &[String]) -> bool {
+    let Some((_, scope)) = segments.split_last() else {
+        return false;
+    };
+    let ends_with = |path: &[String]| path.ends_with(scope);
+    ends_with(local)
+        || local
+            .split_last()
+            .is_some_and(|(_, parent)| ends_with(parent))
 }
 
 /// `text` lower-cased equals `lower` (already lower-case), without allocating.
@@ -784,6 +810,7 @@ mod tests {
             "fn",
             "def (x)",
             "Class Foo",
+            "def send(self, data):\n    return len(data)",
         ] {
             assert_eq!(declaration(sentence), None, "{sentence}");
         }
@@ -823,6 +850,17 @@ mod tests {
         let fuse = candidate("src/fuse.rs", "Fuse", "Fuse", ChunkKind::Impl);
         assert!(by("Fuse", &merged) > by("Fuse", &fuse));
         assert!(by("struct Fuse", &merged) > by("struct Fuse", &fuse));
+        // A qualified name finds a merged unit by the scope the chunk's units share.
+        let mut siblings = candidate("src/client.rs", "close", "Client::close", ChunkKind::Method);
+        siblings.names = "close send";
+        let mut header = candidate("src/client.rs", "Client", "Client", ChunkKind::Struct);
+        header.names = "Client send";
+        let mut other = candidate("src/client.rs", "close", "Server::close", ChunkKind::Method);
+        other.names = "close send";
+        for merged in [&siblings, &header] {
+            assert!(by("Client::send", merged) > by("Client::send", &other));
+            assert!(by("Client::send", merged) > by("send", merged));
+        }
         let lift = by("def parse_arg", &near) / by("parse_arg", &near);
         assert!((lift - w.declared_kind).abs() < 1e-5, "{lift}");
     }

@@ -2085,3 +2085,37 @@ fn tiny_functions_are_merged() {
     }
     assert_all_passed(messages);
 }
+
+/// A class too large for one chunk is cut into its header and its members; its closing brace
+/// (and any field between members) joins a member, which must not then list the class's name:
+/// a search for the class would take that member for its definition.
+#[test]
+fn a_member_that_absorbs_its_class_tail_does_not_name_the_class() {
+    let mut source = String::from("public class BoundedReader {\n    private int limit;\n\n");
+    for i in 0..12 {
+        let _ = write!(
+            source,
+            "    public int read{i}(char[] buffer, int offset) {{\n        int total = offset + {i};\n        for (int k = 0; k < buffer.length; k++) {{\n            total += buffer[k] * limit + k - {i};\n        }}\n        return total;\n    }}\n\n"
+        );
+    }
+    source.push_str("    private int count;\n}\n");
+    let out = chunk_file(&source, Language::Java);
+    let holders: Vec<String> = out
+        .chunks
+        .iter()
+        .filter(|c| lists_name(&c.names, "BoundedReader"))
+        .map(describe)
+        .collect();
+    assert!(
+        out.chunks.len() > 2,
+        "the class is split: {}",
+        out.chunks.len()
+    );
+    assert_eq!(
+        holders.len(),
+        1,
+        "only the class's header names it: {holders:#?}"
+    );
+    let last = out.chunks.last().expect("the class has chunks");
+    assert!(last.content.trim_end().ends_with('}') && last.symbol.starts_with("read"));
+}
