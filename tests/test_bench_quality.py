@@ -7,7 +7,7 @@ import math
 import textwrap
 
 import pytest
-from benches.quality.__main__ import parse_args
+from benches.quality.__main__ import BenchError, _weight_changes, parse_args
 from benches.quality.baselines import BM25Windows
 from benches.quality.metrics import (
     Outcome,
@@ -305,6 +305,19 @@ def test_declaration_queries_write_plain_names_as_their_language_declares_them()
     # a qualified name is already specific: only plain names get a keyword
     assert any("." in q.text for q in symbols)
     assert len(declared) == sum(1 for q in symbols if "." not in q.text and "::" not in q.text)
+
+
+def test_an_ablation_turns_rules_off_or_sets_them() -> None:
+    known = {"exact_case": 1.1, "neighbours": 0.3, "test": 0.5}
+    assert _weight_changes("exact_case+neighbours", known) == {
+        "exact_case": 1.0,
+        "neighbours": 0.0,
+    }
+    assert _weight_changes("exact_case=2+test", known) == {"exact_case": 2.0, "test": 1.0}
+    with pytest.raises(BenchError, match="unknown ranking rule 'nope'"):
+        _weight_changes("nope", known)
+    with pytest.raises(BenchError, match="is a number"):
+        _weight_changes("exact_case=high", known)
 
 
 def test_target_paths() -> None:

@@ -80,7 +80,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--ablate",
         default="",
         help="comma-separated ranking rules to disable, one extra row each; join with + "
-        "to disable several together (exact_symbol,path_terms+path_match)",
+        "to disable several together, RULE=VALUE to set a factor instead "
+        "(exact_symbol,path_terms+path_match,exact_case=2)",
     )
     parser.add_argument(
         "--model",
@@ -404,16 +405,28 @@ def run_ablations(
     base = {str(k): float(v) for k, v in dict(get_weights()).items()}
     records: list[Record] = []
     for spec in ablations:
-        rules = spec.split("+")
-        unknown = [rule for rule in rules if rule not in base]
-        if unknown:
-            raise BenchError(f"unknown ranking rule {unknown[0]!r}; known: {', '.join(base)}")
-        set_weights({**base, **{rule: 0.0 if rule in OFF_AT_ZERO else 1.0 for rule in rules}})
+        changes = _weight_changes(spec, base)
+        set_weights({**base, **changes})
+        label = f"coderecall {spec}" if "=" in spec else f"coderecall -{spec}"
         try:
-            records += evaluate(f"coderecall -{spec}", search, queries)
+            records += evaluate(label, search, queries)
         finally:
             set_weights(base)
     return records
+
+
+def _weight_changes(spec: str, known: dict[str, float]) -> dict[str, float]:
+    """``rule+rule=value``: each rule off (see OFF_AT_ZERO), or set to the value given."""
+    changes: dict[str, float] = {}
+    for part in spec.split("+"):
+        rule, given, value = part.partition("=")
+        if rule not in known:
+            raise BenchError(f"unknown ranking rule {rule!r}; known: {', '.join(known)}")
+        try:
+            changes[rule] = float(value) if given else (0.0 if rule in OFF_AT_ZERO else 1.0)
+        except ValueError:
+            raise BenchError(f"{part!r}: the value of a ranking rule is a number") from None
+    return changes
 
 
 if __name__ == "__main__":

@@ -335,7 +335,9 @@ pub struct Weights {
     /// The chunk is of a kind the query's declaration keyword names (`class Foo`, `fn foo`).
     pub declared_kind: f32,
     /// The symbol is spelled as typed, case included: `NewEntry` over `newEntry`, `Store`
-    /// over `store` (names match without regard to case otherwise).
+    /// over `store` (names match without regard to case otherwise). In most languages the
+    /// two spellings are two identifiers, and agents copy names as the code writes them, so
+    /// the spelling outweighs a declaration keyword's kind.
     pub exact_case: f32,
     /// Definitions over glue code and text, for other queries.
     pub definition: f32,
@@ -368,7 +370,7 @@ impl Default for Weights {
             definition_identifier: 1.5,
             impl_block: 0.8,
             declared_kind: 1.5,
-            exact_case: 1.1,
+            exact_case: 2.0,
             definition: 1.1,
             named_identifier: 1.6,
             path_terms: 0.3,
@@ -483,7 +485,7 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
         QueryClass::Identifier => {
             if let Some(last) = query.segments.last() {
                 let qualified = query.segments.len() > 1;
-                let named = if !c.symbol.is_empty() && eq_lowercase(c.symbol, last) {
+                let named = if !c.symbol.is_empty() && eq_lowercase(base_name(c.symbol), last) {
                     // `Client.send` asks for send on Client: a send elsewhere is only a
                     // partial answer.
                     s *= match (qualified, qualifier_matches(&query.segments, c.local_path)) {
@@ -495,11 +497,14 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                         s *= w.impl_block;
                     }
                     true
-                } else if c.names.split(' ').any(|n| n.eq_ignore_ascii_case(last)) {
+                } else if let Some(unit) = c
+                    .names
+                    .split(' ')
+                    .find(|n| eq_lowercase(base_name(n), last))
+                {
                     // A merged chunk defines each of its units, as its first unit's symbol
-                    // does; a qualified name must name their scope.
-                    let local = split_qualified(c.local_path);
-                    s *= match (qualified, scope_matches(&query.segments, &local)) {
+                    // does; a qualified name must end the unit's path.
+                    s *= match (qualified, merged_path_matches(&query.segments, c, unit)) {
                         (true, true) => w.exact_symbol * w.exact_qualified,
                         (true, false) => w.exact_name,
                         (false, _) => w.exact_symbol,
@@ -511,7 +516,8 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                 // Spelling and kind choose among the chunks that define the name; they never
                 // lift a chunk of another name (`def parse` must not prefer any function).
                 if named {
-                    if c.symbol == query.name || c.names.split(' ').any(|n| n == query.name) {
+                    let typed = |n: &str| base_name(n) == query.name;
+                    if typed(c.symbol) || c.names.split(' ').any(typed) {
                         s *= w.exact_case;
                     }
                     if query.kinds.contains(&c.kind) {
@@ -595,19 +601,32 @@ fn qualifier_matches(segments: &[String], local_path: &str) -> bool {
     local.len() >= segments.len() && local[local.len() - segments.len()..] == *segments
 }
 
-/// The qualifier of `Client.send` (every segment but the last) names the scope of the units
-/// merged into a chunk (`local`: its path's segments): units merge only within one scope, the
-/// chunk's own path when it is a container's header naming its members (`Client`), else its
-/// first unit's parent (`Client.close`, with `send` merged after it).
-fn scope_matches(segments: &[String], local: &[String]) -> bool {
-    let Some((_, scope)) = segments.split_last() else {
-        return false;
-    };
-    let ends_with = |path: &[String]| path.ends_with(scope);
-    ends_with(local)
-        || local
-            .split_last()
-            .is_some_and(|(_, parent)| ends_with(parent))
+/// Whether `segments` (`Client.send`, lower-cased) end the path of the unit `name` merged
+/// into chunk `c`. Units merge only within one scope: the chunk's own path when it is a
+/// container's header naming its members (`Client`), else the scope of its first unit
+/// (`Client` for `Client.close`, with `send` merged after it). A name may hold its own
+/// qualifier (a C++ `Parser::parse` defined outside its class, in namespace scope).
+fn merged_path_matches(segments: &[String], c: &Candidate<'_>, name: &str) -> bool {
+    let local = split_qualified(c.local_path);
+    let name = split_qualified(name);
+    let own = split_qualified(c.symbol).len().max(1);
+    let first_scope = local.len().checked_sub(own).map(|n| &local[..n]);
+    [Some(local.as_slice()), first_scope]
+        .into_iter()
+        .flatten()
+        .any(|scope| {
+            let path: Vec<&String> = scope.iter().chain(&name).collect();
+            path.len() >= segments.len()
+                && path[path.len() - segments.len()..]
+                    .iter()
+                    .zip(segments)
+                    .all(|(a, b)| *a == b)
+        })
+}
+
+/// The last segment of a name as the language writes it (`parse` of `Parser::parse`).
+fn base_name(name: &str) -> &str {
+    name.rsplit(['.', ':', '#', '>']).next().unwrap_or(name)
 }
 
 /// `text` lower-cased equals `lower` (already lower-case), without allocating.
@@ -827,13 +846,15 @@ mod tests {
         assert!(by("Store", &declared) > by("Store", &block));
         assert!(by("struct Store", &declared) > by("struct Store", &block));
         assert!(by("impl Store", &block) > by("impl Store", &declared));
-        // The keyword also settles a name that is a type and a function.
+        // The keyword settles a name spelled alike by chunks of several kinds.
+        let module = candidate("src/store.rs", "store", "store", ChunkKind::Module);
         let function = candidate("src/store.rs", "store", "store", ChunkKind::Function);
-        assert!(by("fn store", &function) > by("fn store", &declared));
-        assert!(by("struct store", &declared) > by("struct store", &function));
-        // Without a keyword, the spelling settles it.
+        assert!(by("fn store", &function) > by("fn store", &module));
+        assert!(by("mod store", &module) > by("mod store", &function));
+        // Spelling settles a name written in two cases, keyword or not.
         assert!(by("Store", &declared) > by("Store", &function));
         assert!(by("store", &function) > by("store", &declared));
+        assert!(by("struct Store", &declared) > by("struct Store", &function));
         assert!(by("db.Store", &declared) > by("db.Store", &function));
         // Neither lifts a chunk of another name: a function named like the query's prefix
         // stays below the class that defines the name.
@@ -860,6 +881,37 @@ mod tests {
         for merged in [&siblings, &header] {
             assert!(by("Client::send", merged) > by("Client::send", &other));
             assert!(by("Client::send", merged) > by("send", merged));
+        }
+        // C++ names a member defined outside its class by its class: `EmitterState::LastIndent`
+        // answers `LastIndent` and its qualified names, first in its chunk or merged.
+        let mut defined = candidate(
+            "src/state.cpp",
+            "EmitterState::LastIndent",
+            "YAML::EmitterState::LastIndent",
+            ChunkKind::Function,
+        );
+        let declared = candidate(
+            "src/state.h",
+            "EmitterState",
+            "YAML::EmitterState",
+            ChunkKind::Class,
+        );
+        let mut namespace = candidate("src/state.cpp", "YAML", "YAML", ChunkKind::Module);
+        namespace.names = "YAML EmitterState::EmitterState";
+        for query in [
+            "LastIndent",
+            "EmitterState::LastIndent",
+            "YAML::EmitterState::LastIndent",
+        ] {
+            assert!(by(query, &defined) > by(query, &declared), "{query}");
+        }
+        defined.names = "EmitterState::LastIndent EmitterState::EmitterState";
+        for query in [
+            "EmitterState::EmitterState",
+            "YAML::EmitterState::EmitterState",
+        ] {
+            assert!(by(query, &namespace) > by(query, &declared), "{query}");
+            assert!(by(query, &defined) > by(query, &declared), "{query}");
         }
         let lift = by("def parse_arg", &near) / by("parse_arg", &near);
         assert!((lift - w.declared_kind).abs() < 1e-5, "{lift}");
