@@ -105,7 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     index.set_defaults(command=_index)
 
     search = commands.add_parser("search", help="search the code of a project")
-    search.add_argument("query", help="identifier, path fragment or plain words")
+    search.add_argument(
+        "query", help="identifier, declaration (`class Foo`), path fragment or plain words"
+    )
     _result_options(search)
     _source_option(search)
     search.set_defaults(command=_search)
@@ -113,7 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     peek = commands.add_parser(
         "peek", help="where the best matches are, without their text (saves tokens)"
     )
-    peek.add_argument("query", help="identifier, path fragment or plain words")
+    peek.add_argument(
+        "query", help="identifier, declaration (`class Foo`), path fragment or plain words"
+    )
     _result_options(peek)
     _source_option(peek)
     peek.set_defaults(command=_search, no_content=True)
