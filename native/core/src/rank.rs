@@ -66,8 +66,8 @@ impl Query {
         let class = classify_query(raw);
         let terms = distinct_terms(raw);
         let (segments, name) = if class == QueryClass::Identifier {
-            let name = raw.rsplit(['.', ':', '#', '>']).next().unwrap_or(raw);
-            (split_qualified(raw), name.trim_end_matches('-').to_owned())
+            let name = base_name(raw).trim_end_matches('-');
+            (split_qualified(raw), name.to_owned())
         } else {
             (Vec::new(), String::new())
         };
