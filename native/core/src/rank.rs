@@ -488,10 +488,12 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                 let named = if !c.symbol.is_empty() && eq_lowercase(base_name(c.symbol), last) {
                     // `Client.send` asks for send on Client: a send elsewhere is only a
                     // partial answer.
-                    s *= match (qualified, qualifier_matches(&query.segments, c.local_path)) {
-                        (true, true) => w.exact_symbol * w.exact_qualified,
-                        (true, false) => w.exact_name,
-                        (false, _) => w.exact_symbol,
+                    s *= if !qualified {
+                        w.exact_symbol
+                    } else if qualifier_matches(&query.segments, c.local_path) {
+                        w.exact_symbol * w.exact_qualified
+                    } else {
+                        w.exact_name
                     };
                     if c.kind == ChunkKind::Impl && !query.kinds.contains(&ChunkKind::Impl) {
                         s *= w.impl_block;
@@ -504,10 +506,12 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                 {
                     // A merged chunk defines each of its units, as its first unit's symbol
                     // does; a qualified name must end the unit's path.
-                    s *= match (qualified, merged_path_matches(&query.segments, c, unit)) {
-                        (true, true) => w.exact_symbol * w.exact_qualified,
-                        (true, false) => w.exact_name,
-                        (false, _) => w.exact_symbol,
+                    s *= if !qualified {
+                        w.exact_symbol
+                    } else if merged_path_matches(&query.segments, c, unit) {
+                        w.exact_symbol * w.exact_qualified
+                    } else {
+                        w.exact_name
                     };
                     true
                 } else {
