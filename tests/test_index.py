@@ -291,6 +291,22 @@ impl Registry {
 """
 
 
+# A module and a function of one name and one spelling (Rust keeps them in two namespaces):
+# only the declaration keyword tells them apart. Each is large enough to stay a chunk alone.
+LIMITS_RS = (
+    "/// Limits used when nothing is configured.\npub mod defaults {\n"
+    + "".join(
+        f"    /// The default limit number {i} of the store, in records kept before the oldest"
+        f" go.\n    pub const LIMIT_{i}: usize = {i * 10};\n"
+        for i in range(12)
+    )
+    + "}\n\n/// The sum of the default limits, weighted by their rank.\n"
+    + "pub fn defaults() -> usize {\n    let mut total = 0;\n"
+    + "".join(f"    total += defaults::LIMIT_{i} * {i + 1};\n" for i in range(12))
+    + "    total\n}\n"
+)
+
+
 @pytest.mark.parametrize(
     ("query", "kind"),
     [
@@ -300,8 +316,10 @@ impl Registry {
         ("struct Store", "struct"),
         ("pub struct Store {", "struct"),
         ("impl Store", "impl"),
-        ("fn store", "function"),  # the keyword settles a name that is a type and a function
+        ("fn store", "function"),  # keyword and spelling agree: the function, not `Store`
         ("fn store()", "function"),
+        ("mod defaults", "module"),  # one spelling: the keyword alone settles it
+        ("fn defaults", "function"),
     ],
 )
 def test_a_declaration_keyword_or_a_type_name_finds_the_declaration(
@@ -312,6 +330,7 @@ def test_a_declaration_keyword_or_a_type_name_finds_the_declaration(
             "src/store.rs": STORE_RS,
             "src/registry.rs": REGISTRY_RS,
             "src/main.rs": "fn main() { store(); }\n",
+            "src/limits.rs": LIMITS_RS,
         }
     )
     with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:

@@ -601,8 +601,7 @@ pub fn is_test_scope(local_path: &str) -> bool {
 
 /// `Client.send` matches a local path ending in `Client.send` (any separator, any case).
 fn qualifier_matches(segments: &[String], local_path: &str) -> bool {
-    let local: Vec<String> = split_qualified(local_path);
-    local.len() >= segments.len() && local[local.len() - segments.len()..] == *segments
+    split_qualified(local_path).ends_with(segments)
 }
 
 /// Whether `segments` (`Client.send`, lower-cased) end the path of the unit `name` merged
@@ -618,14 +617,7 @@ fn merged_path_matches(segments: &[String], c: &Candidate<'_>, name: &str) -> bo
     [Some(local.as_slice()), first_scope]
         .into_iter()
         .flatten()
-        .any(|scope| {
-            let path: Vec<&String> = scope.iter().chain(&name).collect();
-            path.len() >= segments.len()
-                && path[path.len() - segments.len()..]
-                    .iter()
-                    .zip(segments)
-                    .all(|(a, b)| *a == b)
-        })
+        .any(|scope| [scope, &name].concat().ends_with(segments))
 }
 
 /// The last segment of a name as the language writes it (`parse` of `Parser::parse`).
