@@ -55,12 +55,25 @@ fn main() {
         (ScalarKind::BF16, "bf16"),
         (ScalarKind::I8, "i8"),
     ];
+    let only = std::env::var("HNSW_KINDS").unwrap_or_else(|_| "f16,bf16,i8".into());
+    // The vectors are unit length, so inner product ranks as cosine does.
+    let metrics = std::env::var("HNSW_METRICS").unwrap_or_else(|_| "cos".into());
     for (kind, name) in kinds {
-        for setting in settings.split(',') {
+        if !only.split(',').any(|k| k == name) {
+            continue;
+        }
+        for (setting, metric) in settings
+            .split(',')
+            .flat_map(|s| metrics.split(',').map(move |m| (s, m)))
+        {
             let (connectivity, expansion) = setting.split_once(':').unwrap();
             let options = IndexOptions {
                 dimensions: dims,
-                metric: MetricKind::Cos,
+                metric: if metric == "ip" {
+                    MetricKind::IP
+                } else {
+                    MetricKind::Cos
+                },
                 quantization: kind,
                 connectivity: connectivity.parse().unwrap(),
                 expansion_add: expansion.parse().unwrap(),
@@ -95,7 +108,7 @@ fn main() {
                 })
                 .sum();
             println!(
-                "| {name} | {connectivity} | {expansion} | {} | {seconds:.2} | {:.3} | {last_full:.3} | {:.3} |",
+                "| {name} {metric} | {connectivity} | {expansion} | {} | {seconds:.2} | {:.3} | {last_full:.3} | {:.3} |",
                 index.hardware_acceleration(),
                 batches[0].1,
                 found as f64 / (10 * queries.len()) as f64

@@ -2673,9 +2673,18 @@ def slugify(text):
             calls: AtomicUsize::new(0),
         });
         let options = crate::semantic::SemanticOptions::default();
+        // A cosine graph an older version left is deleted, not kept beside the new one.
+        let legacy = crate::vectors::VectorIndex::legacy_path_in(
+            repo.index.path(),
+            "trigrams",
+            options.quantization,
+        )
+        .unwrap();
+        fs::write(&legacy, b"an old graph").unwrap();
         engine
             .set_embedder("trigrams", embedder.clone(), options)
             .unwrap();
+        assert!(!legacy.exists());
         engine.embed_pending(16, &|_, _| {}).unwrap();
         let graph = Some(("trigrams", 64, Quantization::F16));
         assert_eq!(engine.health(false, graph).unwrap(), Health::default());

@@ -60,6 +60,10 @@ impl Semantic {
         let quantization = options.quantization;
         let dims = embedder.dims();
         let path = VectorIndex::path_in(dir, model, quantization);
+        if let Some(legacy) = VectorIndex::legacy_path_in(dir, model, quantization) {
+            // A cosine graph of an older version: rebuilt below from the stored vectors.
+            let _ = std::fs::remove_file(legacy); // best effort: only disk space is at stake
+        }
         let stored = store.count_vectors(model)?;
         let graph = match VectorIndex::load(&path, dims, stored, quantization) {
             Some(graph) => graph,
