@@ -611,10 +611,17 @@ impl Engine {
         let view = writer.open_view(view)?;
         // Best effort: only disk space is at stake.
         let _ = fs::remove_file(dir.join(LEGACY_LEXICAL_FILE));
-        let lexical = match Bm25Index::load(&dir.join(lexical_file(view))) {
-            Ok((bm25, meta)) => Lexical::decode(bm25, &meta).unwrap_or_else(Lexical::empty),
-            Err(_) => Lexical::empty(),
-        };
+        let snapshot = dir.join(lexical_file(view));
+        let loaded = Bm25Index::load(&snapshot)
+            .ok()
+            .and_then(|(bm25, meta)| Lexical::decode(bm25, &meta));
+        let lexical = loaded.unwrap_or_else(|| {
+            // Missing, damaged, or of another format or analyzer version: rebuilt from the
+            // store, and written as soon as it is. Left in place, a small index's unusable
+            // file would be refused at every open and reported by `health`.
+            let _ = fs::remove_file(&snapshot); // best effort: it is rebuilt either way
+            Lexical::empty()
+        });
         let engine = Engine {
             dir: dir.to_owned(),
             view,
@@ -2400,13 +2407,25 @@ def slugify(text):
         bm25.save(&path, &meta).unwrap();
         let engine = repo.open();
         assert_eq!(search(&engine, "dashes"), expected);
-        drop(engine); // a rebuild of one path is saved when the engine goes
+        // Saved with the rebuild, not left to be refused again (nor reported by `health`).
         let (_, meta) = Bm25Index::load(&path).unwrap();
         assert_eq!(
             meta[..4],
             crate::analyzer::VERSION.to_le_bytes(),
             "rebuilt and saved"
         );
+        #[cfg(feature = "embed")]
+        assert_eq!(engine.health(false, None).unwrap(), Health::default());
+        drop(engine);
+
+        // A snapshot of an older format version likewise.
+        let mut old = fs::read(&path).unwrap();
+        old[8..12].copy_from_slice(&(crate::bm25::FORMAT_VERSION - 1).to_le_bytes());
+        fs::write(&path, old).unwrap();
+        assert!(Bm25Index::load(&path).is_err());
+        let engine = repo.open();
+        assert_eq!(search(&engine, "dashes"), expected);
+        assert!(Bm25Index::load(&path).is_ok(), "rebuilt and saved");
     }
 
     #[test]
