@@ -1578,6 +1578,11 @@ fn read_terms(r: &mut Reader<'_>, index: &mut Bm25Index) -> Result<(), String> {
     Ok(())
 }
 
+/// How many times its front-coded size a dictionary's text may be. A term costs at least three
+/// bytes there and the analyzer makes none longer than 64, so a real one stays far below; a
+/// damaged one that repeats long prefixes must not grow into a huge allocation.
+const MAX_DICTIONARY_EXPANSION: usize = 64;
+
 /// The terms of a front-coded dictionary: `n` of them, strictly ascending.
 fn read_dictionary(column: &[u8], n: usize) -> Result<Dictionary, String> {
     let mut r = Reader {
@@ -1603,6 +1608,9 @@ fn read_dictionary(column: &[u8], n: usize) -> Result<Dictionary, String> {
         texts.text.extend_from_slice(r.bytes(rest)?);
         if t > 0 && texts.text[prev.clone()] >= texts.text[at..] {
             return Err(format!("term {t} of the dictionary is out of order"));
+        }
+        if texts.text.len() > column.len().saturating_mul(MAX_DICTIONARY_EXPANSION) {
+            return Err(format!("term {t} expands the dictionary past any real one"));
         }
         texts.ends.push(texts.text.len());
         start = at;
@@ -3182,6 +3190,26 @@ mod tests {
 
     /// Snapshots from before u16 lengths hold u32 ones: a longer length loads saturated, so the
     /// index is the one a fresh analysis builds.
+    #[test]
+    fn a_dictionary_that_expands_without_bound_is_refused() {
+        // A 200-byte term, then terms that each repeat all of the one before plus a byte.
+        let mut column = Vec::new();
+        put_varint(&mut column, 0);
+        put_varint(&mut column, 200);
+        column.extend_from_slice(&[b'a'; 200]);
+        for len in 200..10_200 {
+            put_varint(&mut column, len);
+            put_varint(&mut column, 1);
+            column.push(b'b');
+        }
+        let reason = read_dictionary(&column, 10_001).err().unwrap();
+        assert!(reason.contains("past any real one"), "{reason}");
+        // The real dictionary of a random index reads back.
+        let (index, _, _) = random_index(5, 300);
+        let bytes = snapshot_bytes(&index, b"");
+        assert!(parse_snapshot(&bytes).is_ok());
+    }
+
     #[test]
     fn a_field_length_past_u16_is_refused() {
         let mut index = Bm25Index::default();
