@@ -173,6 +173,24 @@ def test_lookup_puts_the_implementation_before_a_test_of_the_same_name(index: Co
     assert "content" not in without[0].to_dict()
 
 
+def test_lookup_puts_the_implementation_before_stubs_and_benchmarks(
+    make_repo: MakeRepo,
+) -> None:
+    # The shortest path used to come first among definitions of one name.
+    repo = make_repo(
+        {
+            "pyproject.toml": '[project]\nname = "pkg"\n',
+            "pkg/_c.pyi": "def search(query: str) -> list[str]: ...\n",
+            "pkg/core.py": "def search(query):\n    return [query]\n",
+            "benches/b.py": "def search(query):\n    return []\n",
+        }
+    )
+    with CodeIndex(repo) as code_index:
+        code_index.index()
+        found = code_index.implementation_lookup("search", with_content=False)
+    assert [d.path for d in found] == ["pkg/core.py", "pkg/_c.pyi", "benches/b.py"]
+
+
 @pytest.mark.parametrize(
     "symbol",
     [

@@ -141,6 +141,32 @@ pub struct FileInfo {
     test: bool,
 }
 
+/// How far a file stands from a project's implementation, for ordering definitions of one
+/// name: 0 for its code, 1 for a type stub that only declares (`.pyi`, `.d.ts`), 2 for
+/// benchmarks and examples, which use the code more than they define it.
+fn beside_implementation(path: &str) -> u8 {
+    let lower = path.to_ascii_lowercase();
+    let (dirs, file) = lower.rsplit_once('/').unwrap_or(("", &lower));
+    let aside = [
+        "bench",
+        "benches",
+        "benchmark",
+        "benchmarks",
+        "example",
+        "examples",
+    ];
+    if dirs.split('/').any(|d| aside.contains(&d)) {
+        2
+    } else if [".pyi", ".d.ts", ".d.mts", ".d.cts"]
+        .iter()
+        .any(|ext| file.ends_with(ext))
+    {
+        1
+    } else {
+        0
+    }
+}
+
 /// Import of one file, its module resolved to files of the view.
 struct Import {
     name: String,
@@ -430,6 +456,7 @@ impl Graph {
                 f.test || is_test_scope(&n.local_path),
                 n.kind == ChunkKind::Impl,
                 n.name != *last,
+                beside_implementation(&f.path),
                 f.path.len(),
                 f.path.clone(),
                 n.start_line,
@@ -1863,6 +1890,16 @@ fn with_extensions(base: &str, lang: Language) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stubs_benchmarks_and_examples_stand_beside_the_implementation() {
+        assert_eq!(beside_implementation("pkg/core.py"), 0);
+        assert_eq!(beside_implementation("benchmarks.py"), 0);
+        assert_eq!(beside_implementation("pkg/_native.pyi"), 1);
+        assert_eq!(beside_implementation("types/index.d.ts"), 1);
+        assert_eq!(beside_implementation("benches/speed/run.py"), 2);
+        assert_eq!(beside_implementation("Examples/demo.pyi"), 2);
+    }
 
     #[test]
     fn paths_normalise_and_take_extensions() {
