@@ -449,7 +449,8 @@ impl Graph {
                 }
             })
             .collect();
-        found.sort_by_key(|&id| {
+        // Cached: the key clones a path and classifies it.
+        found.sort_by_cached_key(|&id| {
             let n = &self.nodes[id as usize];
             let f = &self.files[n.file as usize];
             (

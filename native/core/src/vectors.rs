@@ -313,11 +313,13 @@ impl VectorIndex {
 /// `v` scaled to length 1 (a zero vector as it is). Local engines already normalise; a
 /// remote provider's vectors may not be, and the float graphs rank by inner product.
 fn unit_length(v: &[f32]) -> std::borrow::Cow<'_, [f32]> {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm == 0.0 || (norm - 1.0).abs() < 1e-4 {
+    let squared = v.iter().map(|x| x * x).sum::<f32>();
+    if squared == 0.0 || (squared - 1.0).abs() < 2e-4 {
         std::borrow::Cow::Borrowed(v)
     } else {
-        std::borrow::Cow::Owned(v.iter().map(|x| x / norm).collect())
+        let mut unit = v.to_vec();
+        crate::embed::normalize(&mut unit);
+        std::borrow::Cow::Owned(unit)
     }
 }
 
@@ -377,20 +379,24 @@ mod tests {
         assert!(VectorIndex::load(&dir.path().join("missing"), 32, 0, Quantization::F16).is_none());
     }
 
-    /// Vectors of any length rank by cosine in every graph, and report it.
+    /// Vectors of any length rank by cosine in every graph, and report it: a long vector
+    /// at a wide angle would win by inner product alone.
     #[test]
     fn vectors_of_any_length_rank_by_cosine() {
+        let axes = |a: f32, b: f32| {
+            let mut v = vec![0.0; 16];
+            (v[0], v[1]) = (a, b);
+            v
+        };
         for quantization in [Quantization::BF16, Quantization::F16, Quantization::I8] {
             let dir = tempfile::tempdir().unwrap();
             let mut graph = VectorIndex::new(&dir.path().join("v"), 16, 8, quantization).unwrap();
-            let query = unit(1, 16);
-            // The same direction 50 times longer, and a unit vector half way to another one.
-            let long: Vec<f32> = query.iter().map(|x| x * 50.0).collect();
-            let other = unit(2, 16);
-            let between: Vec<f32> = query.iter().zip(&other).map(|(a, b)| a + b).collect();
-            graph.add(&[(1, long), (2, between), (3, other)]).unwrap();
-            let short: Vec<f32> = query.iter().map(|x| x * 0.01).collect();
-            let hits = graph.search(&short, 3, |_| true).unwrap();
+            // Cosine with the query: 1, 0.71 and 0.3; inner product: 50, 1 and 30.
+            let same = axes(50.0, 0.0);
+            let near = axes(1.0, 1.0);
+            let wide = axes(30.0, 95.4);
+            graph.add(&[(1, same), (2, near), (3, wide)]).unwrap();
+            let hits = graph.search(&axes(0.01, 0.0), 3, |_| true).unwrap();
             let order: Vec<i64> = hits.iter().map(|h| h.0).collect();
             assert_eq!(order, [1, 2, 3], "{quantization:?}");
             assert!(

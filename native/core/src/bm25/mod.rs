@@ -3188,8 +3188,6 @@ mod tests {
         assert!(loaded_ok > 0);
     }
 
-    /// Snapshots from before u16 lengths hold u32 ones: a longer length loads saturated, so the
-    /// index is the one a fresh analysis builds.
     #[test]
     fn a_dictionary_that_expands_without_bound_is_refused() {
         // A 200-byte term, then terms that each repeat all of the one before plus a byte.
