@@ -191,6 +191,38 @@ def test_lookup_puts_the_implementation_before_stubs_and_benchmarks(
     assert [d.path for d in found] == ["pkg/core.py", "pkg/_c.pyi", "benches/b.py"]
 
 
+def test_lookup_puts_what_a_wrapper_delegates_to_before_the_wrapper(
+    make_repo: MakeRepo,
+) -> None:
+    # The binding's path is shorter, so it used to come first.
+    repo = make_repo(
+        {
+            "pyproject.toml": '[project]\nname = "pkg"\n',
+            "api.py": (
+                "from core.engine import Engine\n\n\n"
+                "class Index:\n"
+                "    def __init__(self):\n"
+                "        self.engine = Engine()\n\n"
+                "    def search(self, query):\n"
+                "        return self.engine.search(query)\n"
+            ),
+            "core/engine.py": (
+                "class Engine:\n    def search(self, query):\n        return [query]\n"
+            ),
+            # Recursion is not delegation: this one keeps its place by path length.
+            "core/tree.py": (
+                "class Tree:\n"
+                "    def search(self, query):\n"
+                "        return self.search(query[1:]) if query else []\n"
+            ),
+        }
+    )
+    with CodeIndex(repo) as code_index:
+        code_index.index()
+        found = code_index.implementation_lookup("search", with_content=False)
+    assert [d.path for d in found] == ["core/tree.py", "core/engine.py", "api.py"]
+
+
 @pytest.mark.parametrize(
     "symbol",
     [

@@ -409,7 +409,8 @@ impl Graph {
     /// Definitions matching `symbol`: a name (`send`), a qualified name (`Client.send`,
     /// `client::Client::send`, `pkg.client.Client.send`), or `path:line` (the innermost
     /// definition there). Implementation first: source before tests, a definition before
-    /// an `impl` block, shorter paths first.
+    /// an `impl` block, code before stubs, benchmarks and examples, what is wrapped before
+    /// its wrappers, shorter paths first.
     #[must_use]
     pub fn find(&self, symbol: &str) -> Vec<u32> {
         if let Some(found) = self.find_at(symbol) {
@@ -458,12 +459,33 @@ impl Graph {
                 n.kind == ChunkKind::Impl,
                 n.name != *last,
                 beside_implementation(&f.path),
+                self.delegates(id),
                 f.path.len(),
                 f.path.clone(),
                 n.start_line,
             )
         });
         found
+    }
+
+    /// Whether a definition hands its work to another of its name through some other
+    /// object (`engine.search(..)` in a binding's `search`, `self.inner.read(..)`): a wrapper,
+    /// listed after what it wraps. A call on itself (`search(..)`, `self.search(..)`,
+    /// `Self::search(..)`) is recursion, not delegation.
+    fn delegates(&self, id: u32) -> bool {
+        let name = self.nodes[id as usize].name.as_str();
+        self.out[id as usize].iter().any(|&e| {
+            let e = &self.edges[e as usize];
+            let Some(receiver) = e.callee.strip_suffix(name) else {
+                return false;
+            };
+            let receiver = receiver
+                .strip_suffix("::")
+                .or_else(|| receiver.strip_suffix('.'));
+            e.kind == EdgeKind::Call
+                && e.target != Target::Node(id)
+                && receiver.is_some_and(|r| !matches!(r, "self" | "this" | "Self" | "cls"))
+        })
     }
 
     /// `path:line` -> the innermost definition of that file holding the line.
