@@ -832,10 +832,7 @@ impl Engine {
             return Ok(vec![files]);
         }
         let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-        if !Self::lock(&self.reader)
-            .view_entries(self.view, &paths)?
-            .is_empty()
-        {
+        if Self::lock(&self.reader).holds_any(self.view, &paths)? {
             return Ok(vec![files]);
         }
         let mut batches = Vec::new();
@@ -2347,6 +2344,18 @@ def slugify(text):
                 .iter()
                 .all(|h| h.symbol != "handler_150_3")
         );
+        // Only new paths beside a non-empty view (a run resumed after an interruption):
+        // in parts again.
+        let added: Vec<String> = (0..200).map(|i| format!("pkg/n{i}.py")).collect();
+        for (i, path) in added.iter().enumerate() {
+            repo.write(path, &module(i + 2000));
+        }
+        let added: Vec<&str> = added.iter().map(String::as_str).collect();
+        let resumed = engine
+            .update(repo.root.path(), &repo.inputs(&added), &[], 1 << 20)
+            .unwrap();
+        assert!(resumed.generation >= again.generation + 3);
+        assert_eq!(found(&engine, 2199), Some("pkg/n199.py".to_owned()));
     }
 
     #[test]

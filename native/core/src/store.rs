@@ -765,6 +765,28 @@ impl Store {
         Ok(out)
     }
 
+    /// Whether the view holds any of `paths`: at once when it is empty (a first index),
+    /// else a lookup per path up to the first held.
+    pub fn holds_any(&self, view_id: i64, paths: &[&str]) -> Result<bool> {
+        let empty: bool = self.conn.query_row(
+            "SELECT NOT EXISTS (SELECT 1 FROM view_files WHERE view_id = ?1)",
+            [view_id],
+            |r| r.get(0),
+        )?;
+        if empty {
+            return Ok(false);
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT 1 FROM view_files WHERE view_id = ?1 AND path = ?2")?;
+        for path in paths {
+            if stmt.exists(params![view_id, path])? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     fn entry(&self, row: EntryRow) -> Result<ViewEntry> {
         let (id, path, file_hash, language, mtime_ns, size) = row;
         Ok(ViewEntry {
