@@ -1100,7 +1100,8 @@ impl Engine {
     ///
     /// `touched` names the paths this handle just published: when that publication is the
     /// only one since the index was current, only those paths are read back from SQLite;
-    /// otherwise (another process published too) the whole view is compared.
+    /// otherwise (another process published too) the whole view is compared. Without
+    /// `may_save` (a part of a batched run) the snapshot waits for a later call.
     fn reconcile(
         &self,
         mut prepared: Prepared,
