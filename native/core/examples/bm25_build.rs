@@ -55,6 +55,40 @@ fn main() {
             start.elapsed().as_secs_f64() - built
         );
     }
+    // A first index published in four parts: each part extends the index of the ones
+    // before, as against the first part built and the rest inserted one by one.
+    let quarter = docs.len().div_ceil(4);
+    for round in 0..3 {
+        let mut parts = keyed(docs.clone());
+        let start = Instant::now();
+        let mut index = Bm25Index::new(Bm25Params::default());
+        let rest = parts.split_off(quarter);
+        index.extend(parts);
+        let first = start.elapsed().as_secs_f64();
+        let mut rest = rest.into_iter();
+        loop {
+            let part: Vec<_> = rest.by_ref().take(quarter).collect();
+            if part.is_empty() {
+                break;
+            }
+            if round % 2 == 0 {
+                index.extend(part);
+            } else {
+                for (key, doc) in part {
+                    index.insert(key, doc);
+                }
+            }
+        }
+        println!(
+            "round {round}: four parts, first {first:.2} s, the rest {} {:.2} s",
+            if round % 2 == 0 {
+                "extended"
+            } else {
+                "inserted"
+            },
+            start.elapsed().as_secs_f64() - first
+        );
+    }
     for round in 0..3 {
         let docs = docs.clone();
         let start = Instant::now();
