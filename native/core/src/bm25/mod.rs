@@ -537,8 +537,9 @@ impl Bm25Index {
     /// lists are disjoint and are concatenated at the end. Forward lists are left to the first
     /// removal, as after a load. Into an index that has documents but no forward lists (built
     /// or loaded so), a batch of new keys is built the same way and each of its terms' posting
-    /// lists appended to the term's tail: a lookup per term of the batch instead of per
-    /// posting (a first index published in parts takes this path from its second part).
+    /// lists appended to the term's stream (see `append`): a lookup per term of the batch
+    /// instead of per posting (a first index published in parts takes this path from its
+    /// second part).
     ///
     /// # Panics
     ///
@@ -625,7 +626,8 @@ impl Bm25Index {
         self.skips.invalidate();
         #[allow(clippy::cast_possible_truncation)] // checked by the caller: ids stay below u32::MAX
         let first = self.keys.len() as u32;
-        // (term, shard, list of the shard) by term, and each list's first posting re-based.
+        // Each list of the batch: its term here, its shard and its postings after the first;
+        // the first postings, re-based, one after the other in `heads`.
         let mut lists: Vec<(u32, usize, std::ops::Range<usize>)> = Vec::new();
         let mut heads: Vec<u8> = Vec::new();
         let mut head_ends: Vec<usize> = Vec::new();
