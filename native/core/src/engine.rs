@@ -2319,9 +2319,18 @@ def slugify(text):
             assert_eq!(found(&engine, i), Some(format!("pkg/m{i}.py")));
         }
         drop(engine);
-        // A new handle loads the snapshot written after the last batch.
+        // The snapshot on disk reflects the whole run.
+        let (bm25, meta) = Bm25Index::load(
+            &repo
+                .index
+                .path()
+                .join(lexical_file(crate::store::DEFAULT_VIEW)),
+        )
+        .unwrap();
+        let snapshot = Lexical::decode(bm25, &meta).expect("a snapshot of this version");
+        assert_eq!(snapshot.generation, stats.generation);
+        assert_eq!(snapshot.paths.len(), 200);
         let engine = repo.open();
-        assert_eq!(engine.lexical.read().unwrap().generation, stats.generation);
         for i in [0, 150] {
             assert_eq!(found(&engine, i), Some(format!("pkg/m{i}.py")));
         }

@@ -476,15 +476,14 @@ impl Graph {
         let name = self.nodes[id as usize].name.as_str();
         self.out[id as usize].iter().any(|&e| {
             let e = &self.edges[e as usize];
-            let Some(receiver) = e.callee.strip_suffix(name) else {
+            if e.kind != EdgeKind::Call || e.target == Target::Node(id) {
                 return false;
-            };
-            let receiver = receiver
-                .strip_suffix("::")
-                .or_else(|| receiver.strip_suffix('.'));
-            e.kind == EdgeKind::Call
-                && e.target != Target::Node(id)
-                && receiver.is_some_and(|r| !matches!(r, "self" | "this" | "Self" | "cls"))
+            }
+            let receiver = e
+                .callee
+                .strip_suffix(name)
+                .and_then(|r| r.strip_suffix("::").or_else(|| r.strip_suffix('.')));
+            receiver.is_some_and(|r| !matches!(r, "self" | "this" | "Self" | "cls"))
         })
     }
 

@@ -82,6 +82,7 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::fs::{self, OpenOptions};
 use std::io::{self, BufWriter, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -509,18 +510,7 @@ impl Bm25Index {
             self.fwd_ends.push(self.fwd.len());
         }
 
-        self.keys.push(key);
-        self.lens.push(doc.lens);
-        let doc_index = id as usize;
-        if doc_index / 64 >= self.live.len() {
-            self.live.push(0);
-        }
-        self.live[doc_index / 64] |= 1 << (doc_index % 64);
-        self.live_docs += 1;
-        for (sum, &len) in self.len_sums.iter_mut().zip(&doc.lens) {
-            *sum += u64::from(len);
-        }
-        self.key_to_doc.insert(key, id);
+        self.push_live(key, doc.lens);
 
         // Each tail also costs a map entry and an allocation: count ~64 bytes for those.
         if self.tail_bytes + 64 * self.tails.len() > SEAL_MIN_BYTES.max(self.base.len() / 4) {
@@ -560,15 +550,15 @@ impl Bm25Index {
             }
             return;
         };
-        self.skips.invalidate();
         let shards: Vec<ShardPostings> = (0..threads)
             .into_par_iter()
             .map(|shard| ShardPostings::build(&docs, shard, threads))
             .collect();
         if !self.keys.is_empty() {
-            self.append(&shards, docs, &key_to_doc);
+            self.append(&shards, docs);
             return;
         }
+        self.skips.invalidate();
         let terms: usize = shards.iter().map(|s| s.df.len()).sum();
         assert!(
             terms < u32::MAX as usize - 1,
@@ -617,20 +607,14 @@ impl Bm25Index {
     /// per term of the batch and a copy of the arena, where tails would cost an allocation
     /// per term. The last three of four parts of the 150k-chunk benchmark tree take 0.85 s,
     /// against 1.2 s one by one and 0.97 s through tails (`examples/bm25_build.rs`).
-    fn append(
-        &mut self,
-        shards: &[ShardPostings],
-        docs: Vec<(u64, AnalyzedDoc)>,
-        key_to_doc: &HashMap<u64, u32, BuildIntHasher>,
-    ) {
+    fn append(&mut self, shards: &[ShardPostings], docs: Vec<(u64, AnalyzedDoc)>) {
         self.skips.invalidate();
         #[allow(clippy::cast_possible_truncation)] // checked by the caller: ids stay below u32::MAX
         let first = self.keys.len() as u32;
-        // Each list of the batch: its term here, its shard and its postings after the first;
-        // the first postings, re-based, one after the other in `heads`.
-        let mut lists: Vec<(u32, usize, std::ops::Range<usize>)> = Vec::new();
+        // Each list of the batch: its term here, its first posting re-based (in `heads`), and
+        // its shard and postings after the first.
+        let mut lists: Vec<(u32, Range<usize>, usize, Range<usize>)> = Vec::new();
         let mut heads: Vec<u8> = Vec::new();
-        let mut head_ends: Vec<usize> = Vec::new();
         for (si, shard) in shards.iter().enumerate() {
             let mut start = 0;
             for (local, &end) in shard.base_ends.iter().enumerate() {
@@ -650,44 +634,43 @@ impl Bm25Index {
                 let (delta, tf) = decode_posting(list, &mut pos).expect("a list built above");
                 #[allow(clippy::cast_possible_truncation)] // a batch id
                 let doc = first + delta as u32;
+                let head = heads.len();
                 encode_posting(&mut heads, doc - self.last_doc[ti], tf);
-                head_ends.push(heads.len());
                 self.last_doc[ti] = first + shard.last_doc[local];
                 self.df[ti] += shard.df[local];
-                lists.push((t, si, start + pos..end));
+                lists.push((t, head..heads.len(), si, start + pos..end));
                 start = end;
             }
         }
-        let mut order: Vec<usize> = (0..lists.len()).collect();
-        order.sort_unstable_by_key(|&i| lists[i].0);
-        let mut next = order.iter().peekable();
+        lists.sort_unstable_by_key(|l| l.0);
+        let mut next = lists.iter().peekable();
         let bytes = heads.len() + shards.iter().map(|s| s.base.len()).sum::<usize>();
         self.reseal(bytes, |t, out| {
-            if let Some(&&i) = next.peek()
-                && lists[i].0 as usize == t
-            {
-                next.next();
-                let (_, si, rest) = &lists[i];
-                let head = if i == 0 { 0 } else { head_ends[i - 1] }..head_ends[i];
-                out.extend_from_slice(&heads[head]);
+            if let Some((_, head, si, rest)) = next.next_if(|l| l.0 as usize == t) {
+                out.extend_from_slice(&heads[head.clone()]);
                 out.extend_from_slice(&shards[*si].base[rest.clone()]);
             }
         });
-        self.key_to_doc
-            .extend(key_to_doc.iter().map(|(&key, &local)| (key, first + local)));
         for (key, doc) in docs {
-            let id = self.keys.len();
-            self.keys.push(key);
-            if id / 64 >= self.live.len() {
-                self.live.push(0);
-            }
-            self.live[id / 64] |= 1 << (id % 64);
-            for (sum, &len) in self.len_sums.iter_mut().zip(&doc.lens) {
-                *sum += u64::from(len);
-            }
-            self.lens.push(doc.lens);
+            self.push_live(key, doc.lens);
         }
-        self.live_docs += key_to_doc.len();
+    }
+
+    /// Records a new live document under the next internal id.
+    fn push_live(&mut self, key: u64, lens: [u16; NUM_FIELDS]) {
+        let id = self.keys.len();
+        self.keys.push(key);
+        self.lens.push(lens);
+        if id / 64 >= self.live.len() {
+            self.live.push(0);
+        }
+        self.live[id / 64] |= 1 << (id % 64);
+        self.live_docs += 1;
+        for (sum, &len) in self.len_sums.iter_mut().zip(&lens) {
+            *sum += u64::from(len);
+        }
+        #[allow(clippy::cast_possible_truncation)] // callers keep ids below u32::MAX
+        self.key_to_doc.insert(key, id as u32);
     }
 
     /// Removes the document with this key; returns whether there was one.
@@ -3084,11 +3067,10 @@ mod tests {
                 second.push((key_of(1000 + i), doc.analyzed()));
                 docs.insert(key_of(1000 + i), doc);
             }
-            let key_to_doc = distinct_keys(&second).unwrap();
             let shards: Vec<ShardPostings> = (0..3)
                 .map(|shard| ShardPostings::build(&second, shard, 3))
                 .collect();
-            bulk.append(&shards, second, &key_to_doc);
+            bulk.append(&shards, second);
             assert!(!bulk.fwd_built);
             check_consistency(&bulk, &docs);
             for _ in 0..8 {
