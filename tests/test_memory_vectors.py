@@ -66,6 +66,50 @@ def test_hybrid_search_finds_a_paraphrase_sharing_no_word(store: MemoryStore) ->
     assert both[0].channels == ("lexical", "semantic")
 
 
+class _Table:
+    """An engine whose vectors are chosen by hand: each text's from a table."""
+
+    def __init__(self, table: dict[str, npt.NDArray[np.float32]]) -> None:
+        self.table = table
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.stack([self.table[text] for text in texts])
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        vector: npt.NDArray[np.float32] = self.table[text]
+        return vector
+
+
+def test_a_direction_every_record_shares_does_not_decide_the_nearest(db: Path) -> None:
+    # Axis 0 is what a project's records all lean towards, axis 1 the subject asked about.
+    # The unrelated record leans furthest along axis 0, so raw cosine puts it just above the
+    # record on the subject; with the shared direction partly taken out, the subject decides.
+    def vector(*parts: tuple[int, float]) -> npt.NDArray[np.float32]:
+        out = np.zeros(64, dtype=np.float32)
+        for axis, value in parts:
+            out[axis] = value
+        out /= np.linalg.norm(out)
+        return out
+
+    query = "how are user credentials stored"
+    wanted, generic = "Customer passwords hashed with argon2id.", "Lunch on Fridays is pizza."
+    table = {
+        query: vector((0, 0.9), (1, 0.436)),
+        wanted: vector((0, 0.6), (1, 0.8)),
+        generic: vector((0, 0.99), (2, 0.141)),
+    }
+    table |= {f"Standup moved to room {k}.": vector((0, 0.9), (3 + k, 0.436)) for k in range(60)}
+    assert float(table[query] @ table[generic]) > float(table[query] @ table[wanted])
+    engine = Embedder.delegate(_Table(table), 64)
+    with MemoryStore(PROJECT, path=db, embedder=engine, model_id="table-64") as memory:
+        ids = {text: memory.add(text, "observation").record for text in table if text != query}
+        assert all(record is not None for record in ids.values())
+        hits = memory.search(query, limit=3)
+        assert [h.channels for h in hits] == [("semantic",)] * 3
+        assert hits[0].id == ids[wanted].id  # type: ignore[union-attr]
+        assert hits[1].id == ids[generic].id  # type: ignore[union-attr]
+
+
 def test_without_a_model_the_paraphrase_is_not_found(db: Path) -> None:
     with MemoryStore(PROJECT, path=db) as lexical:
         lexical.add("Customer passwords are hashed with argon2id.", "decision")
