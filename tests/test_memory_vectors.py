@@ -84,21 +84,14 @@ def test_a_direction_every_record_shares_does_not_decide_the_nearest(db: Path) -
     # Axis 0 is what a project's records all lean towards, axis 1 the subject asked about.
     # The unrelated record leans furthest along axis 0, so raw cosine puts it just above the
     # record on the subject; with the shared direction partly taken out, the subject decides.
-    def vector(*parts: tuple[int, float]) -> npt.NDArray[np.float32]:
-        out = np.zeros(64, dtype=np.float32)
-        for axis, value in parts:
-            out[axis] = value
-        out /= np.linalg.norm(out)
-        return out
-
     query = "how are user credentials stored"
     wanted, generic = "Customer passwords hashed with argon2id.", "Lunch on Fridays is pizza."
     table = {
-        query: vector((0, 0.9), (1, 0.436)),
-        wanted: vector((0, 0.6), (1, 0.8)),
-        generic: vector((0, 0.99), (2, 0.141)),
+        query: _axes((0, 0.9), (1, 0.436)),
+        wanted: _axes((0, 0.6), (1, 0.8)),
+        generic: _axes((0, 0.99), (2, 0.141)),
     }
-    table |= {f"Standup moved to room {k}.": vector((0, 0.9), (3 + k, 0.436)) for k in range(60)}
+    table |= {f"Standup moved to room {k}.": _axes((0, 0.9), (3 + k, 0.436)) for k in range(60)}
     assert float(table[query] @ table[generic]) > float(table[query] @ table[wanted])
     engine = Embedder.delegate(_Table(table), 64)
     with MemoryStore(PROJECT, path=db, embedder=engine, model_id="table-64") as memory:
@@ -108,6 +101,73 @@ def test_a_direction_every_record_shares_does_not_decide_the_nearest(db: Path) -
         assert [h.channels for h in hits] == [("semantic",)] * 3
         assert hits[0].id == ids[wanted].id  # type: ignore[union-attr]
         assert hits[1].id == ids[generic].id  # type: ignore[union-attr]
+
+
+def _axes(*parts: tuple[int, float]) -> npt.NDArray[np.float32]:
+    out = np.zeros(64, dtype=np.float32)
+    for axis, value in parts:
+        out[axis] = value
+    out /= np.linalg.norm(out)
+    return out
+
+
+def test_a_record_of_several_sentences_is_as_near_as_its_nearest_sentence(db: Path) -> None:
+    # The whole turn's vector averages a beach trip with a pottery class; the question asks
+    # about the class, which its second sentence says alone.
+    query = "what new hobby did she pick up"
+    wanted = "Maria: We went to the beach. I started a pottery class on Monday."
+    other = "Lunch is pizza."
+    table = {
+        query: _axes((1, 1.0)),
+        wanted: _axes((1, 0.3), (2, 0.95)),
+        "Maria: We went to the beach.": _axes((2, 1.0)),
+        "Maria: I started a pottery class on Monday.": _axes((1, 0.95), (3, 0.31)),
+        other: _axes((1, 0.6), (4, 0.8)),
+    }
+    engine = Embedder.delegate(_Table(table), 64)
+    with MemoryStore(PROJECT, path=db, embedder=engine, model_id="table-64") as memory:
+        first = memory.add(wanted, "observation").record
+        second = memory.add(other, "observation").record
+        assert first is not None
+        assert second is not None
+        assert [h.id for h in memory.search(query, limit=2)] == [first.id, second.id]
+    with sqlite3.connect(db) as conn:
+        parts = dict(conn.execute("SELECT record_id, length(parts) FROM vectors").fetchall())
+    assert parts == {first.id: 2 * 64 * 4, second.id: 0}
+
+    # A store written before sentences had vectors gets them when it is searched.
+    with sqlite3.connect(db) as conn:
+        conn.execute("ALTER TABLE vectors DROP COLUMN parts")
+        conn.execute("PRAGMA user_version = 2")
+    with MemoryStore(PROJECT, path=db, embedder=engine, model_id="table-64") as memory:
+        assert [h.id for h in memory.search(query, limit=2)] == [first.id, second.id]
+    with sqlite3.connect(db) as conn:
+        filled = dict(conn.execute("SELECT record_id, length(parts) FROM vectors").fetchall())
+    assert filled == parts
+
+
+def test_sentences_carry_the_record_label_or_its_first_sentence() -> None:
+    from coderecall._memory import _MAX_PARTS, _parts
+
+    assert _parts("Caroline: Hey Mel! I went to a pottery class.") == [
+        "Caroline: Hey Mel!",
+        "Caroline: I went to a pottery class.",
+    ]
+    assert _parts("Deploys run on Tuesdays. Rollbacks need two approvals? Yes.") == [
+        "Deploys run on Tuesdays.",
+        "Deploys run on Tuesdays. Rollbacks need two approvals?",
+        "Deploys run on Tuesdays. Yes.",
+    ]
+    assert _parts("One sentence, version 1.2 of it.") == []
+    assert _parts("  ") == []
+    many = " ".join(f"Step {k} done." for k in range(40))
+    assert len(_parts(many)) == _MAX_PARTS
+    # A colon inside a long opening is not a label.
+    long = "The deploy script we wrote last spring for staging: it failed. Then it worked."
+    assert (
+        _parts(long)[1]
+        == "The deploy script we wrote last spring for staging: it failed. Then it worked."
+    )
 
 
 def test_without_a_model_the_paraphrase_is_not_found(db: Path) -> None:

@@ -74,6 +74,11 @@ _MIGRATIONS = (
     CREATE INDEX IF NOT EXISTS events_session ON events(session, id);
     CREATE INDEX IF NOT EXISTS events_at ON events(at);
     """,
+    # 3: the vectors of a record's sentences, one float32 row each after the other (empty: a
+    # record of one sentence; NULL: not computed yet, filled in when searched)
+    """
+    ALTER TABLE vectors ADD COLUMN parts BLOB;
+    """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 """``events.session`` is the root session (children's events go to their root's log) and
