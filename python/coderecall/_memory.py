@@ -316,9 +316,6 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._index: tuple[str, _Lexicon] | None = None
         self._vectors: _Vectors | None = None
-        self._windows: (
-            tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.bool_]] | None
-        ) = None
         self._filtered: tuple[tuple[object, ...], dict[int, float]] | None = None
 
     @property
@@ -960,13 +957,12 @@ class MemoryStore:
         import numpy as np
 
         stored = self._vector_matrix(self._embedder, self._model)
-        ids, matrix = stored.ids, stored.matrix
+        ids = stored.ids
         if not len(ids):
             return []
-        windows, alone = self._window_matrix(ids, matrix)
         query = _unit(self._embedder.embed([text])[0] - _CENTRE * stored.centre)
         keep = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-        own = _dot(matrix, query)
+        own = _dot(stored.matrix, query)
         if len(stored.starts):
             # A record of several sentences is as near as its text and its nearest sentence.
             best = np.maximum.reduceat(_dot(stored.parts, query), stored.starts)
@@ -974,7 +970,7 @@ class MemoryStore:
         # A record's own cosine plus its window's (see _WINDOW_REACH), which for a record
         # alone in its window is its own; scoring every row and then keeping the allowed
         # ones copies no matrix.
-        context = np.where(alone, own, _dot(windows, query))
+        context = np.where(stored.alone, own, _dot(stored.windows, query))
         ids, scores = ids[keep], (own + context)[keep]
         top = np.argsort(-scores, kind="stable")[:limit]
         return [(int(ids[k]), float(scores[k])) for k in top]
@@ -1002,13 +998,8 @@ class MemoryStore:
         )
         # Written before sentences had vectors (schema 3), or by a process without a model.
         missing = [row for row in rows if row["vector"] is None or row["parts"] is None]
-        fresh = dict(
-            zip(
-                (row["id"] for row in missing),
-                _embeddings(embedder, [row["text"] for row in missing]),
-                strict=True,
-            )
-        )
+        embedded = _embeddings(embedder, [row["text"] for row in missing])
+        fresh = {row["id"]: e for row, e in zip(missing, embedded, strict=True)}
         if missing:
             with self._db.write(bump=False) as conn:
                 # Only where the text is unchanged: a concurrent update wrote its own vector.
@@ -1019,8 +1010,7 @@ class MemoryStore:
                     " WHERE vectors.parts IS NULL",
                     [
                         (model, e.vector.tobytes(), e.parts.tobytes(), row["id"], row["text"])
-                        for row in missing
-                        for e in [fresh[row["id"]]]
+                        for row, e in zip(missing, embedded, strict=True)
                     ],
                 )
         dims = embedder.dims
@@ -1039,16 +1029,20 @@ class MemoryStore:
         ids = np.fromiter((row["id"] for row in rows), dtype=np.int64, count=len(rows))
         centre = matrix.sum(axis=0) / (len(rows) + _CENTRE_PRIOR)
         sizes = [len(p) for p in parts]
+        centred = _unit(matrix - _CENTRE * centre)
+        windows, alone = self._window_matrix(ids, centred)
         built = _Vectors(
             generation,
             ids,
-            _unit(matrix - _CENTRE * centre),
+            centred,
             centre,
             _unit(np.concatenate(parts) - _CENTRE * centre)
             if parts
             else np.empty((0, dims), np.float32),
             np.array(owners, dtype=np.int64),
             np.cumsum([0, *sizes[:-1]], dtype=np.int64) if parts else np.empty(0, np.int64),
+            windows,
+            alone,
         )
         with self._lock:
             self._vectors = built
@@ -1062,9 +1056,6 @@ class MemoryStore:
         are alone in their window."""
         import numpy as np
 
-        with self._lock:  # ``ids`` is the cached array of one generation of vectors
-            if self._windows is not None and self._windows[0] is ids:
-                return self._windows[1], self._windows[2]
         members = self._text_index().window_members
         row_of = {int(key): row for row, key in enumerate(ids)}
         pairs = [
@@ -1076,11 +1067,7 @@ class MemoryStore:
         rows, sources = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
         windows = np.zeros_like(matrix)
         np.add.at(windows, rows, matrix[sources])
-        windows = _unit(windows)
-        alone = np.bincount(rows, minlength=len(ids)) <= 1
-        with self._lock:
-            self._windows = (ids, windows, alone)
-        return windows, alone
+        return _unit(windows), np.bincount(rows, minlength=len(ids)) <= 1
 
     @staticmethod
     def _get_current(conn: sqlite3.Connection, record_id: int) -> bool:
@@ -1205,6 +1192,10 @@ class _Vectors:
     """The row in ``matrix`` of each record that has sentence vectors."""
     starts: npt.NDArray[np.int64]
     """The first row in ``parts`` of each of ``owners``."""
+    windows: npt.NDArray[np.float32]
+    """Each record's window vector (see ``_WINDOW_REACH``), from the rows of ``matrix``."""
+    alone: npt.NDArray[np.bool_]
+    """The records alone in their window: it scores as the record itself."""
 
 
 @dataclass(frozen=True)
