@@ -384,6 +384,46 @@ def test_a_reply_is_found_through_the_turn_it_answers(store: MemoryStore) -> Non
     assert store.search("ceramic teapot", limit=5)[1].channels == ("context",)
 
 
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_question_passes_more_of_its_score_to_its_reply(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, rule: bool
+) -> None:
+    """A turn that asks is answered by the turn after it, in words of its own: that reply
+    earns more of the question's score than a turn after a statement earns of the statement's,
+    even when the statement matches the query a little better."""
+    if not rule:
+        monkeypatch.setattr(memory_module, "_REPLY_WEIGHT", memory_module._FOLLOW_WEIGHT)
+    said = [
+        ("s1", "Ana: So what did you think of that jazz concert downtown on Friday night?"),
+        ("s1", "Ben: Honestly the best night of my whole year."),
+        ("s2", "Ana: The jazz concert was on Friday."),
+        ("s2", "Ben: Honestly the worst week of my whole life."),
+    ]
+    ids = _converse(store, said)
+    ranked = [h.id for h in store.search("jazz concert", limit=4)]
+    assert ranked[:2] == [ids[2], ids[0]]  # the statement matches better
+    if rule:
+        assert ranked.index(ids[1]) < ranked.index(ids[3])
+    else:  # the rule decides this ranking
+        assert ranked.index(ids[1]) > ranked.index(ids[3])
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Ana: How was it?", True),
+        ("Ana: How was it? ", True),
+        ('Ana: Did he say "why?"', True),
+        ("Ana: Look at this, isn't it cute? [image: a photo of a puppy]", True),
+        ("Ana: Why? Because I said so.", False),
+        ("Ana: The [what?] part.", False),
+        ("Decision: keep the API.", False),
+    ],
+)
+def test_a_record_asks_when_it_ends_with_a_question(text: str, asks: bool) -> None:
+    assert bool(memory_module._ASKS.search(text)) is asks
+
+
 @pytest.mark.parametrize("reach", [0, 2])
 def test_a_turn_is_read_with_the_turns_around_it(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch, reach: int

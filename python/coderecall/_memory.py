@@ -134,8 +134,17 @@ LoCoMo benchmark (hybrid, ``limit=20``), depths 40 / 50 / 60 / 80 / 100 gave Hit
 0.847 / 0.849 / 0.843 / 0.842 and Recall@20 0.822 / 0.822 / 0.825 / 0.828 / 0.827."""
 _RRF_K = 60
 _CONTEXT_WEIGHT = 0.5
-"""Share of its best session neighbour's score a record earns in each channel (see
+"""Share of a record's score the record before it in its session earns in each channel (see
 ``_context``)."""
+_REPLY_WEIGHT = 0.75
+"""Share of the score of a record that asks (``_ASKS``) the record after it earns: the
+reply, which answers in words of its own ("What genre is it?" ... "A mix of drama and
+romance!")."""
+_FOLLOW_WEIGHT = 0.35
+"""Share of the score of a record that does not ask the record after it earns."""
+_ASKS = re.compile(r"\?[\"')\]]*\s*(?:\[[^\[\]]*\]\s*)?$")
+"""A record that ends with a question, perhaps before a closing note in brackets
+(``... right? [image: a bowl]``)."""
 _SEMANTIC_WEIGHT = 1.0
 """The vector channel's vote in fusion. Raw MiniLM vectors of whole records ranked below
 plain BM25 on conversational memory (LoCoMo Hit@10 0.55 against 0.59) and earned half a
@@ -809,9 +818,10 @@ class MemoryStore:
             session = row["session"]
             window = [row]  # a record without a session is its own window
             if session is not None:
+                after = _REPLY_WEIGHT if _ASKS.search(row["text"]) else _FOLLOW_WEIGHT
                 lexicon.neighbours[row["id"]] = tuple(
-                    rows[other]["id"]
-                    for other in (at - 1, at + 1)
+                    (rows[other]["id"], weight)
+                    for other, weight in ((at - 1, _CONTEXT_WEIGHT), (at + 1, after))
                     if 0 <= other < len(rows) and rows[other]["session"] == session
                 )
                 # A private record lends its words to no other record's window.
@@ -1278,8 +1288,9 @@ class _Lexicon:
     records: TextIndex
     windows: TextIndex
     """Each record's window (see ``_WINDOW_REACH``) as one text, under the record's id."""
-    neighbours: dict[int, tuple[int, ...]]
-    """The records written just before and after each record in its session."""
+    neighbours: dict[int, tuple[tuple[int, float], ...]]
+    """The records written just before and after each record in its session, with the
+    share of the record's score each earns (see ``_context``)."""
     window_members: dict[int, tuple[int, ...]]
 
     def search(
@@ -1337,21 +1348,22 @@ def _dedups(kind: str) -> bool:
 
 def _context(
     ranked: Sequence[tuple[int, float]],
-    neighbours: Mapping[int, tuple[int, ...]],
+    neighbours: Mapping[int, tuple[tuple[int, float], ...]],
     allowed: set[int],
     *,
     depth: int,
 ) -> list[tuple[int, float]]:
-    """One channel's ranking rescored with context: each record also earns a share of the
-    best score among its session neighbours. In a conversation the answer is often the
-    reply to what the query matches, or the question before it. Scores count from the
-    channel's floor (``_above_floor``)."""
+    """One channel's ranking rescored with context: each record also earns a share of its
+    session neighbours' scores, the best of them. In a conversation the answer is often the
+    reply to what the query matches, or the question before it; a question passes more to
+    its reply than other records do. Scores count from the channel's floor
+    (``_above_floor``)."""
     own = _above_floor(ranked, depth)
     scores = dict(own)
     for key, score in own.items():
-        for other in neighbours.get(key, ()):
+        for other, weight in neighbours.get(key, ()):
             if other in allowed:
-                lifted = own.get(other, 0.0) + _CONTEXT_WEIGHT * score
+                lifted = own.get(other, 0.0) + weight * score
                 scores[other] = max(scores.get(other, 0.0), lifted)
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
