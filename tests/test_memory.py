@@ -375,9 +375,10 @@ def test_a_reply_is_found_through_the_turn_it_answers(store: MemoryStore) -> Non
     ]
     ids = _converse(store, said)
     hits = store.search("How did Ana feel about the teapot?", limit=3)
-    assert [h.id for h in hits[:2]] == [ids[0], ids[1]]
-    assert hits[0].channels == ("lexical",)
-    assert hits[1].channels == ("lexical",)  # "Ana" matches, but the teapot turn lifts it
+    # The reply first: the question names its speaker (see _NAMED_WEIGHT).
+    assert [h.id for h in hits[:2]] == [ids[1], ids[0]]
+    assert hits[0].channels == ("lexical",)  # "Ana" matches, but the teapot turn lifts it
+    assert hits[1].channels == ("lexical",)
     # Across a session boundary nothing is lifted: the reply to the birthday in s2 is not
     # a neighbour of s1's last turn.
     assert [h.id for h in store.search("ceramic teapot", limit=5)] == [ids[0], ids[1]]
@@ -406,6 +407,31 @@ def test_a_question_passes_more_of_its_score_to_its_reply(
         assert ranked.index(ids[1]) < ranked.index(ids[3])
     else:  # the rule decides this ranking
         assert ranked.index(ids[1]) > ranked.index(ids[3])
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_query_that_names_a_label_prefers_its_records(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, rule: bool
+) -> None:
+    """What a question says someone thinks is mostly told in that one's own records, though
+    another's may repeat its words more often."""
+    if not rule:
+        monkeypatch.setattr(memory_module, "_NAMED_WEIGHT", 1.0)
+    said = [
+        ("s1", "Ana: Honestly I think that new bakery downtown is rather wonderful."),
+        ("s2", "Ben: I think the bakery! The bakery bread, the bakery cakes, the bakery staff."),
+    ]
+    # Both names are common, as speakers' names are in a conversation.
+    chat = ["Lunch was fine.", "Work is busy.", "It rained.", "The bus was late."]
+    said += [
+        (f"s{3 + n}", f"{who}: {line}") for n, line in enumerate(chat) for who in ("Ana", "Ben")
+    ]
+    ana, ben, *_ = _converse(store, said)
+    named = [h.id for h in store.search("What does Ana think of the bakery?")][:2]
+    assert named == ([ana, ben] if rule else [ben, ana])
+    # Naming both, or a label that is not the record's, favours no one.
+    assert [h.id for h in store.search("Ana and Ben on the bakery")][:2] == [ben, ana]
+    assert [h.id for h in store.search("Anabel on the bakery")][:2] == [ben, ana]
 
 
 @pytest.mark.parametrize(

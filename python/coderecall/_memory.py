@@ -176,6 +176,11 @@ _MAX_PARTS = 16
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LABEL = re.compile(r"[^\s:][^:\n]{0,38}:\s")
 """A record's label: ``Caroline:``, ``Decision:`` (up to four words before a colon)."""
+_NAMED_WEIGHT = 2.0
+"""How many times its score a record earns when the query names its label (every word of
+it): what a question says someone did or thought is mostly told in that one's own records
+(on LoCoMo, 96% of the evidence turns of a question naming one of the two speakers are that
+speaker's). Their words alone weigh little, being in every other record."""
 _CONDENSED_CHARS = 400
 """Characters kept of each session summary condensed into a learned pattern."""
 
@@ -667,6 +672,7 @@ class MemoryStore:
             },
             {"semantic": _SEMANTIC_WEIGHT},
         )
+        ranked = _favour_named(ranked, lexicon.labels, text)
         if window != (None, None):
             low = window[0].timestamp() if window[0] is not None else float("-inf")
             high = window[1].timestamp() if window[1] is not None else float("inf")
@@ -811,10 +817,13 @@ class MemoryStore:
             " ORDER BY session, created_at, id",
             (self._project,),
         ).fetchall()
-        lexicon = _Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM), {}, {})
+        lexicon = _Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM), {}, {}, {})
         for at, row in enumerate(rows):
             tags = " ".join(json.loads(row["tags"]))
             lexicon.records.insert(row["id"], row["text"], tags, row["type"])
+            label = _label(row["text"])
+            if label is not None:
+                lexicon.labels[row["id"]] = _words(label)
             session = row["session"]
             window = [row]  # a record without a session is its own window
             if session is not None:
@@ -1249,9 +1258,27 @@ def _parts(text: str) -> list[str]:
     sentences = [s for s in _SENTENCE_END.split(text.strip()) if s][:_MAX_PARTS]
     if len(sentences) < 2:
         return []
-    label = _LABEL.match(sentences[0])
-    lead = label.group(0) if label and len(label.group(0).split()) <= 4 else sentences[0] + " "
+    lead = _label(sentences[0]) or sentences[0] + " "
     return [sentences[0], *(lead + s for s in sentences[1:])]
+
+
+def _label(text: str) -> str | None:
+    """The label that opens ``text`` (see ``_LABEL``), colon and space included."""
+    found = _LABEL.match(text.lstrip())
+    return found.group(0) if found and len(found.group(0).split()) <= 4 else None
+
+
+def _favour_named(
+    ranked: Sequence[tuple[int, float]], labels: Mapping[int, frozenset[str]], query: str
+) -> list[tuple[int, float]]:
+    """``ranked`` with each record whose label the query names at ``_NAMED_WEIGHT`` times
+    its score."""
+    words = _words(query)
+    favoured = [
+        (key, score * _NAMED_WEIGHT if key in labels and labels[key] <= words else score)
+        for key, score in ranked
+    ]
+    return sorted(favoured, key=lambda kv: (-kv[1], kv[0]))
 
 
 def _dot(rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -1292,6 +1319,8 @@ class _Lexicon:
     """The records written just before and after each record in its session, with the
     share of the record's score each earns (see ``_context``)."""
     window_members: dict[int, tuple[int, ...]]
+    labels: dict[int, frozenset[str]]
+    """The words of each labelled record's label (see ``_label``), lowercased."""
 
     def search(
         self, query: str, depth: int, allowed: set[int]
