@@ -434,6 +434,23 @@ def test_a_query_that_names_a_label_prefers_its_records(
     assert [h.id for h in store.search("Anabel on the bakery")][:2] == [ben, ana]
 
 
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_question_that_asks_when_prefers_records_that_tell_a_time(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, rule: bool
+) -> None:
+    if not rule:
+        monkeypatch.setattr(memory_module, "_WHEN_WEIGHT", 1.0)
+    said = [
+        ("s1", "Ana: We finally moved to Lisbon last spring, after all that packing."),
+        ("s2", "Ana: Moving to Lisbon! Lisbon is lovely, and moving there was the plan."),
+    ]
+    dated, other = _converse(store, said)
+    ranked = [h.id for h in store.search("When did Ana move to Lisbon?")]
+    assert ranked == ([dated, other] if rule else [other, dated])
+    # Asked otherwise, a record's dates do not count.
+    assert [h.id for h in store.search("Did Ana move to Lisbon?")] == [other, dated]
+
+
 @pytest.mark.parametrize(
     ("text", "asks"),
     [

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from coderecall._timephrase import Resolved, resolve
+from coderecall._timephrase import Resolved, asks_when, resolve, tells_time
 
 UTC = timezone.utc
 
@@ -304,3 +304,40 @@ def test_extreme_dates_do_not_raise() -> None:
     assert resolve("today", datetime(9999, 12, 31)) == Resolved("today", None, None, None)
     resolve("since yesterday and last week", datetime(9999, 12, 31))
     resolve("since yesterday and last week", datetime(1, 1, 1))
+
+
+@pytest.mark.parametrize(
+    ("query", "asks"),
+    [
+        ("When did Ana move to Lisbon?", True),
+        ("  when was the cache added", True),
+        ("What year did the project start?", True),
+        ("Which day is the release?", True),
+        ("How long ago did we switch to WAL?", True),
+        ("What did Ana do when she moved?", False),
+        ("Whenever the build fails, what runs?", False),
+        ("How long does the build take?", False),
+    ],
+)
+def test_a_question_asks_when_by_its_opening_words(query: str, asks: bool) -> None:
+    assert asks_when(query) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "dated"),
+    [
+        ("Ana: I moved to Lisbon yesterday.", True),
+        ("We switched to WAL last week", True),
+        ("Two days AGO the build broke", True),
+        ("The demo is on Friday", True),
+        ("Released on May 5 after review", True),
+        ("Started in 2019", True),
+        ("This weekend was fun", True),
+        ("Ana: I moved to Lisbon.", False),
+        ("Last of all, the tests", False),
+        ("It has 500 lines", False),
+        ("a friday_task identifier", False),
+    ],
+)
+def test_a_text_tells_a_time_by_day_words_units_dates_or_years(text: str, dated: bool) -> None:
+    assert tells_time(text) is dated

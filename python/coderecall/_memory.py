@@ -57,7 +57,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -72,7 +72,7 @@ from ._models import describe
 from ._native import Embedder, TextIndex
 from ._privacy import Filtered, Level, classify, filter_text
 from ._stopwords import content_query
-from ._timephrase import resolve
+from ._timephrase import asks_when, resolve, tells_time
 
 if TYPE_CHECKING:
     # numpy is imported by the functions that handle vectors: a store without an embedding
@@ -183,6 +183,10 @@ _NAMED_WEIGHT = 2.0
 it): what a question says someone did or thought is mostly told in that one's own records
 (on LoCoMo, 96% of the evidence turns of a question naming one of the two speakers are that
 speaker's). Their words alone weigh little, being in every other record."""
+_WHEN_WEIGHT = 1.5
+"""How many times its score a record that dates something (``tells_time``) earns when the
+query asks when (``asks_when``): on LoCoMo, 73% of the evidence turns of "When ..." questions
+date what they tell ("I went there last week"), against 9% of all turns."""
 _CONDENSED_CHARS = 400
 """Characters kept of each session summary condensed into a learned pattern."""
 
@@ -674,7 +678,11 @@ class MemoryStore:
             },
             {"semantic": _SEMANTIC_WEIGHT},
         )
-        ranked = _favour_named(ranked, lexicon.labels, text)
+        words = _words(text)
+        named = {key for key, _ in ranked if key in lexicon.labels and lexicon.labels[key] <= words}
+        ranked = _favour(ranked, named, _NAMED_WEIGHT)
+        if asks_when(text):
+            ranked = _favour(ranked, lexicon.timed, _WHEN_WEIGHT)
         if window != (None, None):
             low = window[0].timestamp() if window[0] is not None else float("-inf")
             high = window[1].timestamp() if window[1] is not None else float("inf")
@@ -819,13 +827,15 @@ class MemoryStore:
             " ORDER BY session, created_at, id",
             (self._project,),
         ).fetchall()
-        lexicon = _Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM), {}, {}, {})
+        lexicon = _Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM), {}, {}, {}, set())
         for at, row in enumerate(rows):
             tags = " ".join(json.loads(row["tags"]))
             lexicon.records.insert(row["id"], row["text"], tags, row["type"])
             label = _label(row["text"])
             if label is not None:
                 lexicon.labels[row["id"]] = _words(label)
+            if tells_time(row["text"]):
+                lexicon.timed.add(row["id"])
             session = row["session"]
             window = [row]  # a record without a session is its own window
             if session is not None:
@@ -1270,17 +1280,12 @@ def _label(text: str) -> str | None:
     return found.group(0) if found and len(found.group(0).split()) <= 4 else None
 
 
-def _favour_named(
-    ranked: Sequence[tuple[int, float]], labels: Mapping[int, frozenset[str]], query: str
+def _favour(
+    ranked: Sequence[tuple[int, float]], favoured: Container[int], weight: float
 ) -> list[tuple[int, float]]:
-    """``ranked`` with each record whose label the query names at ``_NAMED_WEIGHT`` times
-    its score."""
-    words = _words(query)
-    favoured = [
-        (key, score * _NAMED_WEIGHT if key in labels and labels[key] <= words else score)
-        for key, score in ranked
-    ]
-    return sorted(favoured, key=lambda kv: (-kv[1], kv[0]))
+    """``ranked`` with the ``favoured`` records at ``weight`` times their scores."""
+    rescored = [(key, score * weight if key in favoured else score) for key, score in ranked]
+    return sorted(rescored, key=lambda kv: (-kv[1], kv[0]))
 
 
 def _dot(rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -1323,6 +1328,8 @@ class _Lexicon:
     window_members: dict[int, tuple[int, ...]]
     labels: dict[int, frozenset[str]]
     """The words of each labelled record's label (see ``_label``), lowercased."""
+    timed: set[int]
+    """The records that date something (``tells_time``)."""
 
     def search(
         self, query: str, depth: int, allowed: set[int]

