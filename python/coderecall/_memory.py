@@ -36,7 +36,8 @@ its best and summed. Within a session a record is read with its context: each
 channel also scores its *window* (the record and up to two records either side of it), and a
 record earns part of its best neighbour's score, more after a question it answers (see
 ``_context``). A query that names a record's label (``Caroline:`` in "What did Caroline
-say ...") favours that record (``_NAMED_WEIGHT``). Vectors are stored in the
+say ...") favours that record (``_NAMED_WEIGHT``), and one that asks when favours records
+that date something (``_WHEN_WEIGHT``). Vectors are stored in the
 database under the model's name, so two models never mix; records written without one get
 theirs at the next search. Private records get no vector: they stay out of the semantic
 channel and never reach an embedding provider.
