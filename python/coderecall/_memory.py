@@ -59,7 +59,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Container, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -136,7 +136,7 @@ reorder the first results: ``limit=5`` would not be the first five of ``limit=20
 LoCoMo benchmark (hybrid, ``limit=20``), depths 40 / 50 / 60 / 80 / 100 gave Hit@10 0.842 /
 0.847 / 0.849 / 0.843 / 0.842 and Recall@20 0.822 / 0.822 / 0.825 / 0.828 / 0.827."""
 _RRF_K = 60
-_CONTEXT_WEIGHT = 0.5
+_BEFORE_WEIGHT = 0.5
 """Share of a record's score the record before it in its session earns in each channel (see
 ``_context``)."""
 _REPLY_WEIGHT = 0.75
@@ -828,7 +828,7 @@ class MemoryStore:
             " ORDER BY session, created_at, id",
             (self._project,),
         ).fetchall()
-        lexicon = _Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM), {}, {}, {}, set())
+        lexicon = _Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM))
         for at, row in enumerate(rows):
             tags = " ".join(json.loads(row["tags"]))
             lexicon.records.insert(row["id"], row["text"], tags, row["type"])
@@ -843,7 +843,7 @@ class MemoryStore:
                 after = _REPLY_WEIGHT if _ASKS.search(row["text"]) else _FOLLOW_WEIGHT
                 lexicon.neighbours[row["id"]] = tuple(
                     (rows[other]["id"], weight)
-                    for other, weight in ((at - 1, _CONTEXT_WEIGHT), (at + 1, after))
+                    for other, weight in ((at - 1, _BEFORE_WEIGHT), (at + 1, after))
                     if 0 <= other < len(rows) and rows[other]["session"] == session
                 )
                 # A private record lends its words to no other record's window.
@@ -1323,13 +1323,13 @@ class _Lexicon:
     records: TextIndex
     windows: TextIndex
     """Each record's window (see ``_WINDOW_REACH``) as one text, under the record's id."""
-    neighbours: dict[int, tuple[tuple[int, float], ...]]
+    neighbours: dict[int, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     """The records written just before and after each record in its session, with the
     share of the record's score each earns (see ``_context``)."""
-    window_members: dict[int, tuple[int, ...]]
-    labels: dict[int, frozenset[str]]
+    window_members: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    labels: dict[int, frozenset[str]] = field(default_factory=dict)
     """The words of each labelled record's label (see ``_label``), lowercased."""
-    timed: set[int]
+    timed: set[int] = field(default_factory=set)
     """The records that date something (``tells_time``)."""
 
     def search(
