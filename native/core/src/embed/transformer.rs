@@ -54,8 +54,16 @@ impl TransformerEmbedder {
         let weights = std::fs::read(model_file(dir, "model.safetensors")?)
             .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?;
         let device = Device::Cpu;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+        let tensors = candle_core::safetensors::load_buffer(&weights, &device)
+            .and_then(|tensors| {
+                tensors
+                    .into_iter()
+                    .map(|(name, t)| Ok((name.clone(), for_matmul(&name, t)?)))
+                    .collect::<candle_core::Result<_>>()
+            })
             .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?;
+        drop(weights);
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
         let model = BertModel::load(vb, &config)
             .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?;
         let pad_id = u32::try_from(config.pad_token_id).unwrap_or(0);
@@ -171,6 +179,18 @@ impl TransformerEmbedder {
             .broadcast_div(&counts)?
             .flatten_all()?
             .to_vec1::<f32>()
+    }
+}
+
+/// A dense layer's weight (`out × in`) laid out so that its transpose, which the layer
+/// multiplies by, is contiguous: gemm then reads it in place. Stored row-major, each call
+/// for a few rows (a query) would first gather the whole matrix column by column, which
+/// took half the time of embedding one query.
+fn for_matmul(name: &str, tensor: Tensor) -> candle_core::Result<Tensor> {
+    if tensor.rank() == 2 && name.ends_with(".weight") && !name.contains("embeddings") {
+        tensor.t()?.contiguous()?.t()
+    } else {
+        Ok(tensor)
     }
 }
 
