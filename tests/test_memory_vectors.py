@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -213,6 +214,58 @@ def test_vectors_follow_the_records(store: MemoryStore, db: Path) -> None:
     stored = np.frombuffer(blob, dtype=np.float32)
     expected = store._embedder.embed([newer.text])[0]  # type: ignore[union-attr]
     assert float(stored @ expected) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_an_open_store_ranks_as_one_opened_afresh_after_every_kind_of_write(
+    store: MemoryStore, db: Path, transformer: Embedder
+) -> None:
+    """An open store brings its search indexes up to date write by write, analysing only
+    what changed (a record, the windows around it, vectors of new texts). After each kind of
+    write, its ranking must be exactly what indexes built from scratch give."""
+    day = datetime(2024, 3, 4, 10, 0, tzinfo=timezone.utc)
+
+    def say(minute: int, session: str, text: str) -> int:
+        at = day + timedelta(minutes=minute)
+        written = store.add(text, "observation", session=session, at=at).record
+        assert written is not None
+        return written.id
+
+    queries = [
+        "What did Ana bake for the party?",
+        "Where did Ben go hiking?",
+        "chocolate cake recipe",
+        "When was the trip to the mountains?",
+    ]
+
+    def ranks_as_afresh() -> None:
+        with MemoryStore(PROJECT, path=db, embedder=transformer) as fresh:
+            for query in queries:
+                kept = [(h.id, h.score, h.channels) for h in store.search(query, limit=10)]
+                new = [(h.id, h.score, h.channels) for h in fresh.search(query, limit=10)]
+                assert [k[::2] for k in kept] == [n[::2] for n in new], query
+                assert [k[1] for k in kept] == pytest.approx([n[1] for n in new], rel=1e-6)
+
+    say(0, "s1", "Ana: I baked a chocolate cake for the party.")
+    say(2, "s1", "Ben: It was delicious, can you share the recipe?")
+    trip = say(4, "s2", "Ben: Last weekend I went hiking in the mountains.")
+    say(6, "s2", "Ana: Which trail did you take?")
+    ranks_as_afresh()
+    say(1, "s1", "Ben: Did you use dark chocolate?")  # between two turns: windows change
+    ranks_as_afresh()
+    say(8, "s3", "Ana: The recipe is on my blog.")  # a new session
+    ranks_as_afresh()
+    store.supersede(trip, "Ben: Two weeks ago I went hiking in the Alps.")
+    ranks_as_afresh()
+    again = store.add("Ana: I baked a chocolate cake for the party!!", "observation", session="s1")
+    assert again.action == "updated"  # in place: same id, new text
+    ranks_as_afresh()
+    forgotten = say(7, "s2", "Ben: The north trail, it was steep.")
+    ranks_as_afresh()
+    store.forget(forgotten, "said by mistake")
+    ranks_as_afresh()
+    with MemoryStore(PROJECT, path=db, embedder=transformer) as other:  # another writer
+        assert other.add("Ana: I will bake a lemon tart next time.", "observation").record
+    ranks_as_afresh()
 
 
 def test_private_text_secrets_and_blocked_records_never_reach_the_engine(
