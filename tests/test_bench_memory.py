@@ -271,6 +271,12 @@ def test_main_writes_tables_and_json(
     assert document["systems"][1]["overall"]["mrr@10"] == pytest.approx((1 + 1 + 0.5) / 4)
     tokens = document["systems"][0]["context_tokens@10"]
     assert 0 < tokens["mean"] <= tokens["p95"]
+    # The store is also timed writing then searching, once per scored question here; the
+    # baseline, built once over the turns, is not.
+    after = document["systems"][0]["search_after_write_ms"]
+    assert after["searches"] == 4
+    assert 0 < after["p50"] <= after["p95"]
+    assert document["systems"][1]["search_after_write_ms"] is None
     assert document["settings"]["context"] == {"results": 10, "tokenizer": "cl100k_base"}
     assert "| system | questions | Hit@10 | Recall@5 | Recall@10 | Recall@20 | MRR@10 |" in printed
     first = document["results"][0]

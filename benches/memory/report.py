@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benches.speed.report import table
-from benches.speed.stats import Latency, percentile, ratio
+from benches.speed.stats import Latency, fmt_ms, percentile, ratio
 
 from .data import CATEGORIES, EvidenceCounts
 from .metrics import RECALL_AT, Summary, summarize
@@ -67,6 +67,15 @@ def _context(run: SystemRun) -> tuple[float, float] | None:
 
 
 _RECALLS = [f"Recall@{k}" for k in RECALL_AT]
+
+
+def _after_write(run: SystemRun) -> str:
+    if not run.after_write_ms:
+        return "n/a"
+    p50, p95 = (percentile(run.after_write_ms, q) for q in (50, 95))
+    return f"{fmt_ms(p50)} / {fmt_ms(p95)}"
+
+
 _JUDGED_K = RECALL_AT[-1]
 """The Recall@k with a target."""
 
@@ -80,12 +89,13 @@ def _overall(report: Report) -> str:
         *_RECALLS,
         "MRR@10",
         "search ms p50 / p95 / p99",
+        "after a write ms p50 / p95",
         f"context tokens @{CONTEXT_AT} mean / p95",
         "ingest turns/s",
         "records",
     ]
     target = ["target (issue)", "", f"≥ {hit:.2f}"] + [""] * (len(RECALL_AT) - 1)
-    rows = [[*target, f"≥ {recall:.2f}", "", f"p95 < {p95:g}", "", "", ""]]
+    rows = [[*target, f"≥ {recall:.2f}", "", f"p95 < {p95:g}", "", "", "", ""]]
     baseline = next((r for r in report.runs if r.name == BASELINE), None)
     for run in report.runs:
         s = _summary(run)
@@ -107,6 +117,7 @@ def _overall(report: Report) -> str:
                 _mark(s.recall[_JUDGED_K], s.recall[_JUDGED_K] >= recall, judged),
                 f"{s.mrr:.3f}",
                 speed,
+                _after_write(run),
                 "n/a" if context is None else f"{context[0]:,.0f} / {context[1]:,.0f}",
                 _ingest(run),
                 f"{run.records:,}" + (f" ({run.merged:,} merged)" if run.merged else ""),
@@ -125,6 +136,7 @@ def _overall(report: Report) -> str:
                     ratio(s.hit, base.hit),
                     *(ratio(s.recall[k], base.recall[k]) for k in RECALL_AT),
                     ratio(s.mrr, base.mrr),
+                    "",
                     "",
                     "",
                     "",
@@ -215,6 +227,13 @@ def to_json(report: Report) -> dict[str, Any]:
                 "search_ms": None
                 if latency is None
                 else {"p50": latency.p50, "p95": latency.p95, "p99": latency.p99},
+                "search_after_write_ms": None
+                if not run.after_write_ms
+                else {
+                    "p50": percentile(run.after_write_ms, 50),
+                    "p95": percentile(run.after_write_ms, 95),
+                    "searches": len(run.after_write_ms),
+                },
                 f"context_tokens@{CONTEXT_AT}": None
                 if context is None
                 else {"mean": context[0], "p95": context[1]},

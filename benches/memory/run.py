@@ -11,6 +11,11 @@ record, whose ``events`` then list all of their ids, and a hit counts by those i
 
 Each search also prices the context an agent would be handed: the texts of the first
 ``CONTEXT_AT`` results, one per line, in the tokens of the memory block's budget.
+
+After the scored searches, a store is also timed as an agent uses it on every turn: one
+record written, then one search (``AFTER_WRITE``, the first questions again). A write
+makes the store bring its indexes up to date, which the search after it pays for; those
+records are written after scoring, so they change no result above.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ BASELINES = (BASELINE, DENSE_BASELINE)
 SEARCH_LIMIT = RECALL_AT[-1]
 CONTEXT_AT = HIT_AT
 """How many results the context priced by ``context tokens @10`` holds."""
+AFTER_WRITE = 40
+"""Write-then-search rounds per conversation, for engines that take writes."""
 
 
 def log(message: str) -> None:
@@ -93,6 +100,10 @@ class Engine(Protocol):
     def search(self, query: str) -> Found:
         """The first ``SEARCH_LIMIT`` results."""
 
+    def search_after_write(self, query: str) -> float | None:
+        """Seconds of a search right after one more record is written, or ``None`` for an
+        engine that takes no writes once built."""
+
 
 Opener = Callable[[Conversation], AbstractContextManager[Engine]]
 
@@ -104,6 +115,8 @@ class SystemRun:
     name: str
     results: list[tuple[Question, Outcome]] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    after_write_ms: list[float] = field(default_factory=list)
+    """Searches right after a write (``AFTER_WRITE``), for engines that take writes."""
     context_tokens: list[int] = field(default_factory=list)
     """Per question, in the order of ``results``."""
     ingest_seconds: float = 0.0
@@ -136,6 +149,10 @@ def run_system(name: str, conversations: Sequence[Conversation], opener: Opener)
                 out.latencies_ms.append(found.seconds * 1000)
                 out.results.append((question, outcome(question.evidence, found.turns)))
                 out.context_tokens.append(context_tokens(found.texts))
+            for question in conversation.questions[:AFTER_WRITE]:
+                seconds = engine.search_after_write(question.text)
+                if seconds is not None:
+                    out.after_write_ms.append(seconds * 1000)
         log(
             f"{name}: {conversation.sample_id}: {len(conversation.turns)} turns, "
             f"{len(conversation.questions)} questions, {time.perf_counter() - started:.1f} s"
@@ -172,6 +189,13 @@ class _StoreEngine:
         records = self.store.get(hit.id for hit in hits)
         turns = [tuple(self.turn_of.get(e, e) for e in r.events) for r in records]
         return Found(turns, [r.text for r in records], seconds)
+
+    def search_after_write(self, query: str) -> float | None:
+        # What an agent's turn does: its prompt is remembered, then memory is consulted.
+        self.store.add(query, "observation", session=f"{self.conversation.sample_id}:after")
+        started = time.perf_counter()
+        self.store.search(query, limit=SEARCH_LIMIT)
+        return time.perf_counter() - started
 
 
 def store_engine(**options: Any) -> Opener:
@@ -215,6 +239,9 @@ class _TurnEngine:
         seconds = time.perf_counter() - started
         turns = self.conversation.turns
         return Found([(turns[d].dia_id,) for d in docs], [self.texts[d] for d in docs], seconds)
+
+    def search_after_write(self, query: str) -> float | None:
+        return None  # built once over the turns
 
 
 def turn_engine(build: Callable[[list[str]], TurnIndex]) -> Opener:
