@@ -1322,7 +1322,8 @@ def _model_key(embedder: Embedder, model_id: str | None) -> str:
 
 @dataclass(frozen=True)
 class _Lexicon:
-    """The text side of one generation of a project's records."""
+    """The text side of one generation of a project's records. Its two indexes pass on to
+    the next generation, which updates them in place (see ``_lexicon``)."""
 
     records: TextIndex
     windows: TextIndex
