@@ -235,6 +235,7 @@ def test_an_open_store_ranks_as_one_opened_afresh_after_every_kind_of_write(
         "Where did Ben go hiking?",
         "chocolate cake recipe",
         "When was the trip to the mountains?",
+        "Whose birthday was it?",
     ]
 
     def ranks_as_afresh() -> None:
@@ -256,7 +257,9 @@ def test_an_open_store_ranks_as_one_opened_afresh_after_every_kind_of_write(
     ranks_as_afresh()
     store.supersede(trip, "Ben: Two weeks ago I went hiking in the Alps.")
     ranks_as_afresh()
-    again = store.add("Ana: I baked a chocolate cake for the party!!", "observation", session="s1")
+    again = store.add(
+        "Ana: I baked a chocolate cake for the birthday party.", "observation", session="s1"
+    )
     assert again.action == "updated"  # in place: same id, new text
     ranks_as_afresh()
     forgotten = say(7, "s2", "Ben: The north trail, it was steep.")

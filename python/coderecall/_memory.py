@@ -1338,8 +1338,9 @@ class _Lexicon:
     """The records that date something (``tells_time``)."""
     docs: dict[int, tuple[str, str, str]] = field(default_factory=dict)
     """What ``records`` holds under each key (text, tags as stored, type)."""
-    window_docs: dict[int, tuple[str, str, str]] = field(default_factory=dict)
-    """What ``windows`` holds under each key."""
+    window_docs: dict[int, tuple[tuple[int, ...], str, str]] = field(default_factory=dict)
+    """What ``windows`` holds under each key: its members (their texts are in ``docs``),
+    tags as stored, type."""
 
     def search(
         self, query: str, depth: int, allowed: set[int]
@@ -1359,18 +1360,23 @@ def _lexicon(rows: Sequence[sqlite3.Row], previous: _Lexicon | None) -> _Lexicon
     hold."""
     if previous is None:
         lexicon = _Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM))
-        known: dict[int, tuple[str, str, str]] = {}
     else:
         lexicon = _Lexicon(previous.records, previous.windows)
-        known = previous.docs
-    for at, row in enumerate(rows):
-        key, text = row["id"], row["text"]
+    known = previous.docs if previous is not None else {}
+    # Columns as plain lists: this pass runs over every record after every write.
+    ids = [row["id"] for row in rows]
+    texts = [row["text"] for row in rows]
+    sessions = [row["session"] for row in rows]
+    public = [row["privacy"] == "public" for row in rows]
+    changed = set()
+    for key, text, row in zip(ids, texts, rows, strict=True):
         doc = (text, row["tags"], row["type"])
         lexicon.docs[key] = doc
-        if known.get(key) == doc and previous is not None:
+        if previous is not None and known.get(key) == doc:
             label = previous.labels.get(key)
             timed = key in previous.timed
         else:
+            changed.add(key)
             lexicon.records.insert(key, text, _tag_text(row["tags"]), row["type"])
             found = _label(text)
             label = _words(found) if found is not None else None
@@ -1379,28 +1385,35 @@ def _lexicon(rows: Sequence[sqlite3.Row], previous: _Lexicon | None) -> _Lexicon
             lexicon.labels[key] = label
         if timed:
             lexicon.timed.add(key)
-        session = row["session"]
-        window = [row]  # a record without a session is its own window
+    count = len(rows)
+    for at, key in enumerate(ids):
+        session = sessions[at]
+        members: tuple[int, ...] = (at,)  # a record without a session is its own window
         if session is not None:
-            after = _REPLY_WEIGHT if _ASKS.search(text) else _FOLLOW_WEIGHT
+            after = _REPLY_WEIGHT if _ASKS.search(texts[at]) else _FOLLOW_WEIGHT
             lexicon.neighbours[key] = tuple(
-                (rows[other]["id"], weight)
+                (ids[other], weight)
                 for other, weight in ((at - 1, _BEFORE_WEIGHT), (at + 1, after))
-                if 0 <= other < len(rows) and rows[other]["session"] == session
+                if 0 <= other < count and sessions[other] == session
             )
             # A private record lends its words to no other record's window.
-            window = [
-                rows[other]
-                for other in range(at - _WINDOW_REACH, at + _WINDOW_REACH + 1)
-                if 0 <= other < len(rows)
-                and rows[other]["session"] == session
-                and (other == at or rows[other]["privacy"] == "public")
-            ]
-        lexicon.window_members[key] = tuple(member["id"] for member in window)
-        window_doc = ("\n".join(member["text"] for member in window), row["tags"], row["type"])
+            members = tuple(
+                other
+                for other in range(max(at - _WINDOW_REACH, 0), min(at + _WINDOW_REACH + 1, count))
+                if sessions[other] == session and (other == at or public[other])
+            )
+        member_ids = tuple(ids[other] for other in members)
+        lexicon.window_members[key] = member_ids
+        doc = lexicon.docs[key]
+        window_doc = (member_ids, doc[1], doc[2])
         lexicon.window_docs[key] = window_doc
-        if previous is None or previous.window_docs.get(key) != window_doc:
-            lexicon.windows.insert(key, window_doc[0], _tag_text(row["tags"]), row["type"])
+        if (
+            previous is None
+            or previous.window_docs.get(key) != window_doc
+            or not changed.isdisjoint(member_ids)
+        ):
+            text = "\n".join(texts[other] for other in members)
+            lexicon.windows.insert(key, text, _tag_text(doc[1]), doc[2])
     for gone in known.keys() - lexicon.docs.keys():
         lexicon.records.remove(gone)
         lexicon.windows.remove(gone)
