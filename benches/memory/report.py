@@ -69,11 +69,11 @@ def _context(run: SystemRun) -> tuple[float, float] | None:
 _RECALLS = [f"Recall@{k}" for k in RECALL_AT]
 
 
-def _after_write(run: SystemRun) -> str:
+def _after_write(run: SystemRun) -> tuple[float, float] | None:
+    """p50 and p95 of the searches right after a write, for engines that take writes."""
     if not run.after_write_ms:
-        return "n/a"
-    p50, p95 = (percentile(run.after_write_ms, q) for q in (50, 95))
-    return f"{fmt_ms(p50)} / {fmt_ms(p95)}"
+        return None
+    return percentile(run.after_write_ms, 50), percentile(run.after_write_ms, 95)
 
 
 _JUDGED_K = RECALL_AT[-1]
@@ -108,6 +108,7 @@ def _overall(report: Report) -> str:
         else:
             speed = latency.cell()
         context = _context(run)
+        after = _after_write(run)
         rows.append(
             [
                 run.name,
@@ -117,7 +118,7 @@ def _overall(report: Report) -> str:
                 _mark(s.recall[_JUDGED_K], s.recall[_JUDGED_K] >= recall, judged),
                 f"{s.mrr:.3f}",
                 speed,
-                _after_write(run),
+                "n/a" if after is None else f"{fmt_ms(after[0])} / {fmt_ms(after[1])}",
                 "n/a" if context is None else f"{context[0]:,.0f} / {context[1]:,.0f}",
                 _ingest(run),
                 f"{run.records:,}" + (f" ({run.merged:,} merged)" if run.merged else ""),
@@ -216,6 +217,7 @@ def to_json(report: Report) -> dict[str, Any]:
     for run in report.runs:
         latency = Latency.of(run.latencies_ms) if run.latencies_ms else None
         context = _context(run)
+        after = _after_write(run)
         systems.append(
             {
                 "name": run.name,
@@ -228,12 +230,8 @@ def to_json(report: Report) -> dict[str, Any]:
                 if latency is None
                 else {"p50": latency.p50, "p95": latency.p95, "p99": latency.p99},
                 "search_after_write_ms": None
-                if not run.after_write_ms
-                else {
-                    "p50": percentile(run.after_write_ms, 50),
-                    "p95": percentile(run.after_write_ms, 95),
-                    "searches": len(run.after_write_ms),
-                },
+                if after is None
+                else {"p50": after[0], "p95": after[1], "searches": len(run.after_write_ms)},
                 f"context_tokens@{CONTEXT_AT}": None
                 if context is None
                 else {"mean": context[0], "p95": context[1]},

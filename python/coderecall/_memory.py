@@ -1338,9 +1338,6 @@ class _Lexicon:
     """The records that date something (``tells_time``)."""
     docs: dict[int, tuple[str, str, str]] = field(default_factory=dict)
     """What ``records`` holds under each key (text, tags as stored, type)."""
-    window_docs: dict[int, tuple[tuple[int, ...], str, str]] = field(default_factory=dict)
-    """What ``windows`` holds under each key: its members (their texts are in ``docs``),
-    tags as stored, type."""
 
     def search(
         self, query: str, depth: int, allowed: set[int]
@@ -1404,16 +1401,16 @@ def _lexicon(rows: Sequence[sqlite3.Row], previous: _Lexicon | None) -> _Lexicon
             )
         member_ids = tuple(ids[other] for other in members)
         lexicon.window_members[key] = member_ids
-        doc = lexicon.docs[key]
-        window_doc = (member_ids, doc[1], doc[2])
-        lexicon.window_docs[key] = window_doc
+        # A window is as indexed while its members are and none changed (its own tags and
+        # type are in its record's doc: the record is a member).
         if (
             previous is None
-            or previous.window_docs.get(key) != window_doc
+            or previous.window_members.get(key) != member_ids
             or not changed.isdisjoint(member_ids)
         ):
+            _, tags, kind = lexicon.docs[key]
             text = "\n".join(texts[other] for other in members)
-            lexicon.windows.insert(key, text, _tag_text(doc[1]), doc[2])
+            lexicon.windows.insert(key, text, _tag_text(tags), kind)
     for gone in known.keys() - lexicon.docs.keys():
         lexicon.records.remove(gone)
         lexicon.windows.remove(gone)
