@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from coderecall import _memory as memory_module
+from coderecall import _memory_rank as rank_module
 from coderecall._errors import QueryError
 from coderecall._memory import MemoryStore
 from helpers import MakeRepo, database_bytes
@@ -393,7 +394,7 @@ def test_a_question_passes_more_of_its_score_to_its_reply(
     earns more of the question's score than a turn after a statement earns of the statement's,
     even when the statement matches the query a little better."""
     if not rule:
-        monkeypatch.setattr(memory_module, "_REPLY_WEIGHT", memory_module._FOLLOW_WEIGHT)
+        monkeypatch.setattr(rank_module, "_REPLY_WEIGHT", rank_module._FOLLOW_WEIGHT)
     said = [
         ("s1", "Ana: So what did you think of that jazz concert downtown on Friday night?"),
         ("s1", "Ben: Honestly the best night of my whole year."),
@@ -416,7 +417,7 @@ def test_a_query_that_names_a_label_prefers_its_records(
     """What a question says someone thinks is mostly told in that one's own records, though
     another's may repeat its words more often."""
     if not rule:
-        monkeypatch.setattr(memory_module, "_NAMED_WEIGHT", 1.0)
+        monkeypatch.setattr(memory_module, "NAMED_WEIGHT", 1.0)
     said = [
         ("s1", "Ana: Honestly I think that new bakery downtown is rather wonderful."),
         ("s2", "Ben: I think the bakery! The bakery bread, the bakery cakes, the bakery staff."),
@@ -439,7 +440,7 @@ def test_a_question_that_asks_when_prefers_records_that_tell_a_time(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch, rule: bool
 ) -> None:
     if not rule:
-        monkeypatch.setattr(memory_module, "_WHEN_WEIGHT", 1.0)
+        monkeypatch.setattr(memory_module, "WHEN_WEIGHT", 1.0)
     said = [
         ("s1", "Ana: We finally moved to Lisbon last spring, after all that packing."),
         ("s2", "Ana: Moving to Lisbon! Lisbon is lovely, and moving there was the plan."),
@@ -464,7 +465,7 @@ def test_a_question_that_asks_when_prefers_records_that_tell_a_time(
     ],
 )
 def test_a_record_asks_when_it_ends_with_a_question(text: str, asks: bool) -> None:
-    assert bool(memory_module._ASKS.search(text)) is asks
+    assert bool(rank_module._ASKS.search(text)) is asks
 
 
 @pytest.mark.parametrize("reach", [0, 2])
@@ -474,7 +475,7 @@ def test_a_turn_is_read_with_the_turns_around_it(
     """An answer two turns after its question shares only a name with the query; its
     window (the turns around it) holds the rest. Without windows (reach 0), another session's
     turn of the same speaker outranks it."""
-    monkeypatch.setattr(memory_module, "_WINDOW_REACH", reach)
+    monkeypatch.setattr(rank_module, "_WINDOW_REACH", reach)
     said = [
         ("s1", "Mel: How was the pottery class on Saturday?"),
         ("s1", "Cam: Messy but fun."),
@@ -503,9 +504,9 @@ def test_fusion_keeps_a_clear_winner_of_one_channel_ahead() -> None:
     lexical = [(1, 9.0), (2, 1.0), (3, 0.5)]
     semantic = [(2, 0.30), (3, 0.29), (1, 0.10)]
     assert [
-        key for key, _ in memory_module._blend({"lexical": lexical, "semantic": semantic}, {})
+        key for key, _ in rank_module.blend({"lexical": lexical, "semantic": semantic}, {})
     ] == [1, 2, 3]
-    fused = memory_module._fuse(lexical, semantic)
+    fused = rank_module._fuse(lexical, semantic)
     assert fused[0][0] == 2  # the rank fusion this replaced lets the vague record win
 
 

@@ -148,25 +148,25 @@ def test_a_record_of_several_sentences_is_as_near_as_its_nearest_sentence(db: Pa
 
 
 def test_sentences_carry_the_record_label_or_its_first_sentence() -> None:
-    from coderecall._memory import _MAX_PARTS, _parts
+    from coderecall import _memory_vectors as vectors
 
-    assert _parts("Caroline: Hey Mel! I went to a pottery class.") == [
+    assert vectors.parts("Caroline: Hey Mel! I went to a pottery class.") == [
         "Caroline: Hey Mel!",
         "Caroline: I went to a pottery class.",
     ]
-    assert _parts("Deploys run on Tuesdays. Rollbacks need two approvals? Yes.") == [
+    assert vectors.parts("Deploys run on Tuesdays. Rollbacks need two approvals? Yes.") == [
         "Deploys run on Tuesdays.",
         "Deploys run on Tuesdays. Rollbacks need two approvals?",
         "Deploys run on Tuesdays. Yes.",
     ]
-    assert _parts("One sentence, version 1.2 of it.") == []
-    assert _parts("  ") == []
+    assert vectors.parts("One sentence, version 1.2 of it.") == []
+    assert vectors.parts("  ") == []
     many = " ".join(f"Step {k} done." for k in range(40))
-    assert len(_parts(many)) == _MAX_PARTS
+    assert len(vectors.parts(many)) == vectors.MAX_PARTS
     # A colon inside a long opening is not a label.
     long = "The deploy script we wrote last spring for staging: it failed. Then it worked."
     assert (
-        _parts(long)[1]
+        vectors.parts(long)[1]
         == "The deploy script we wrote last spring for staging: it failed. Then it worked."
     )
 

@@ -35,9 +35,9 @@ several sentences mostly its nearest sentence's), each channel's scores taken as
 its best and summed. Within a session a record is read with its context: each
 channel also scores its *window* (the record and up to two records either side of it), and a
 record earns part of its best neighbour's score, more after a question it answers (see
-``_context``). A query that names a record's label (``Caroline:`` in "What did Caroline
-say ...") favours that record (``_NAMED_WEIGHT``), and one that asks when favours records
-that date something (``_WHEN_WEIGHT``). Vectors are stored in the
+:mod:`coderecall._memory_rank`). A query that names a record's label (``Caroline:`` in "What
+did Caroline say ...") favours that record, and one that asks when favours records that date
+something. Vectors are stored in the
 database under the model's name, so two models never mix; records written without one get
 theirs at the next search. Private records get no vector: they stay out of the semantic
 channel and never reach an embedding provider.
@@ -58,8 +58,8 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Container, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -69,11 +69,25 @@ from ._errors import QueryError
 from ._identity import project_identity
 from ._memdb import MemoryDatabase, memory_path
 from ._memory_context import MemoryBlock, build_block
+from ._memory_rank import (
+    DEPTH,
+    NAMED_WEIGHT,
+    SEMANTIC_WEIGHT,
+    WHEN_WEIGHT,
+    Lexicon,
+    blend,
+    build_lexicon,
+    favour,
+    prefer,
+    with_context,
+    words,
+)
+from ._memory_vectors import Embedding, Vectors, assemble, embedding, embeddings, nearest
 from ._models import describe
-from ._native import Embedder, TextIndex
+from ._native import Embedder
 from ._privacy import Filtered, Level, classify, filter_text
 from ._stopwords import content_query
-from ._timephrase import asks_when, resolve, tells_time
+from ._timephrase import asks_when, resolve
 
 if TYPE_CHECKING:
     # numpy is imported by the functions that handle vectors: a store without an embedding
@@ -117,7 +131,6 @@ Scope = Literal["user", "project"]
 Action = Literal["added", "updated", "refused"]
 
 _TYPE_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
-_WORD = re.compile(r"\w+")
 _DEDUP_WINDOW = 500
 """Most recently updated records of a kind a new one is compared with: this bounds the cost
 of a write."""
@@ -129,65 +142,6 @@ committing" / "Always run make test before you commit") scores 0.92, a restated 
 fact ("The build uses maturin and pyo3" / "Build: maturin with pyo3 bindings") 0.78, two
 different facts of one kind ("The API server lives in server/app.py" / "The CLI entry point
 is cli/main.py") 0.46. A threshold given to :class:`MemoryStore` applies to both measures."""
-_DEPTH = 60
-"""Candidates each channel brings to fusion, whatever the limit (up to this many). Scores
-count from the last candidate's (``_above_floor``), so a depth that grew with the limit would
-reorder the first results: ``limit=5`` would not be the first five of ``limit=20``. On the
-LoCoMo benchmark (hybrid, ``limit=20``), depths 40 / 50 / 60 / 80 / 100 gave Hit@10 0.842 /
-0.847 / 0.849 / 0.843 / 0.842 and Recall@20 0.822 / 0.822 / 0.825 / 0.828 / 0.827."""
-_RRF_K = 60
-_BEFORE_WEIGHT = 0.5
-"""Share of a record's score the record before it in its session earns in each channel (see
-``_context``)."""
-_REPLY_WEIGHT = 0.75
-"""Share of the score of a record that asks (``_ASKS``) the record after it earns: the
-reply, which answers in words of its own ("What genre is it?" ... "A mix of drama and
-romance!")."""
-_FOLLOW_WEIGHT = 0.35
-"""Share of the score of a record that does not ask the record after it earns."""
-_ASKS = re.compile(r"\?[\"')\]]*\s*(?:\[[^\[\]]*\]\s*)?$")
-"""A record that ends with a question, perhaps before a closing note in brackets
-(``... right? [image: a bowl]``)."""
-_SEMANTIC_WEIGHT = 1.0
-"""The vector channel's vote in fusion. Raw MiniLM vectors of whole records ranked below
-plain BM25 on conversational memory (LoCoMo Hit@10 0.55 against 0.59) and earned half a
-vote; centred (``_CENTRE``) and read sentence by sentence (``_parts``) they reach 0.69 alone,
-and an equal vote gains on both halves of the data (benches/memory/README.md)."""
-_WINDOW_REACH = 2
-"""A record's window: itself and up to this many records before and after it in its
-session. What a turn of a conversation is about is often said in the turns around it ("How
-was the workshop?" ... "I loved it"), so a query's words may meet only in the window."""
-_LENGTH_NORM = 0.5
-"""BM25's length normalisation (b) for records and windows, softer than code's 0.75: a long
-turn of a conversation is not less about what it names (on LoCoMo it ranked better on
-both halves of the data; benches/memory/README.md)."""
-_EMBED_BATCH = 64
-_CENTRE = 0.5
-"""Share of the mean record vector taken from every vector before cosine. One project's
-records share a direction (its register, its names, its subjects) that raw cosine rewards in
-every record alike; taking it out ranks by what sets a record apart. On LoCoMo, MiniLM
-vectors alone went from Hit@10 0.547 to 0.587 with half the mean taken out (0.568 with all
-of it), hybrid from 0.849 to 0.854 (benches/memory/README.md)."""
-_CENTRE_PRIOR = 20
-"""The mean is taken as if this many zero vectors were among the records: what a few records
-share is mostly what each of them says (the mean of one record is that record, and taking it
-out would turn every query away from it), only many reveal a common direction."""
-_PART_WEIGHT = 0.85
-"""Share of a record's vector score that comes from its nearest sentence (see ``_parts``),
-the rest from its whole text."""
-_MAX_PARTS = 16
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_LABEL = re.compile(r"[^\s:][^:\n]{0,38}:\s")
-"""A record's label: ``Caroline:``, ``Decision:`` (up to four words before a colon)."""
-_NAMED_WEIGHT = 2.0
-"""How many times its score a record earns when the query names its label (every word of
-it): what a question says someone did or thought is mostly told in that one's own records
-(on LoCoMo, 96% of the evidence turns of a question naming one of the two speakers are that
-speaker's). Their words alone weigh little, being in every other record."""
-_WHEN_WEIGHT = 1.5
-"""How many times its score a record that dates something (``tells_time``) earns when the
-query asks when (``asks_when``): on LoCoMo, 73% of the evidence turns of "When ..." questions
-date what they tell ("I went there last week"), against 9% of all turns."""
 _CONDENSED_CHARS = 400
 """Characters kept of each session summary condensed into a learned pattern."""
 _SQL_VARIABLES = 900
@@ -338,8 +292,8 @@ class MemoryStore:
         self._max_summaries = max_session_summaries
         self._lock = threading.Lock()
         self._rebuild_lock = threading.Lock()
-        self._index: tuple[str, _Lexicon] | None = None
-        self._vectors: _Vectors | None = None
+        self._index: tuple[str, Lexicon] | None = None
+        self._vectors: Vectors | None = None
         self._filtered: tuple[tuple[object, ...], dict[int, float]] | None = None
 
     @property
@@ -416,7 +370,7 @@ class MemoryStore:
         # The comparison runs before the write lock is taken (on a snapshot), and again under
         # it only against what changed since, so writers queue for a moment, not a scan.
         embedding = self._embed(clean, filtered.level)
-        probe = _Probe(_words(clean), embedding.vector if embedding is not None else None)
+        probe = _Probe(words(clean), embedding.vector if embedding is not None else None)
         seen = (
             self._near_duplicate(self._conn(), project, scope, kind, probe, since=None)
             if _dedups(kind)
@@ -663,7 +617,7 @@ class MemoryStore:
             newest = sorted(candidates.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
             return self._hits([(i, 0.0, ()) for i, _ in newest])
         allowed = set(candidates)
-        depth = max(limit, _DEPTH)
+        depth = max(limit, DEPTH)
         lexicon = self._text_index()
         # Function words go: they match every question asked in a conversation.
         lexical, matched = lexicon.search(content_query(text), depth, allowed)
@@ -675,22 +629,22 @@ class MemoryStore:
         if semantic is not None:
             channels["semantic"] = semantic
             brought["semantic"] = {key for key, _ in semantic}
-        ranked = _blend(
+        ranked = blend(
             {
-                name: _context(found, lexicon.neighbours, allowed, depth=depth)
+                name: with_context(found, lexicon.neighbours, allowed, depth=depth)
                 for name, found in channels.items()
             },
-            {"semantic": _SEMANTIC_WEIGHT},
+            {"semantic": SEMANTIC_WEIGHT},
         )
-        words = _words(text)
-        named = {key for key, _ in ranked if key in lexicon.labels and lexicon.labels[key] <= words}
-        ranked = _favour(ranked, named, _NAMED_WEIGHT)
+        said = words(text)
+        named = {key for key, _ in ranked if key in lexicon.labels and lexicon.labels[key] <= said}
+        ranked = favour(ranked, named, NAMED_WEIGHT)
         if asks_when(text):
-            ranked = _favour(ranked, lexicon.timed, _WHEN_WEIGHT)
+            ranked = favour(ranked, lexicon.timed, WHEN_WEIGHT)
         if window != (None, None):
             low = window[0].timestamp() if window[0] is not None else float("-inf")
             high = window[1].timestamp() if window[1] is not None else float("inf")
-            ranked = _prefer(ranked, {i for i, at in candidates.items() if low <= at < high})
+            ranked = prefer(ranked, {i for i, at in candidates.items() if low <= at < high})
         return self._hits(
             [
                 (key, score, tuple(n for n, keys in brought.items() if key in keys) or ("context",))
@@ -816,7 +770,7 @@ class MemoryStore:
             params.extend(kinds)
         return " ".join(sql), params
 
-    def _text_index(self) -> _Lexicon:
+    def _text_index(self) -> Lexicon:
         """The search indexes of this project's current records, with each record's
         neighbours and window, brought up to date when any process wrote since: only the
         records and windows that changed are analysed again (a write adds one record and
@@ -836,7 +790,7 @@ class MemoryStore:
                 " ORDER BY session, created_at, id",
                 (self._project,),
             ).fetchall()
-            lexicon = _lexicon(rows, previous)
+            lexicon = build_lexicon(rows, previous)
             with self._lock:
                 self._index = (generation, lexicon)
             return lexicon
@@ -930,7 +884,7 @@ class MemoryStore:
                 score = float(np.frombuffer(row["vector"], dtype=np.float32) @ probe.vector)
             else:
                 measure = "words"
-                score = _jaccard(probe.words, _words(other.text))
+                score = _jaccard(probe.words, words(other.text))
             threshold = self._thresholds[measure][1 if structural else 0]
             if score >= threshold and (best is None or score > best[0]):
                 best = (score, other)
@@ -938,18 +892,18 @@ class MemoryStore:
 
     # -- vectors -----------------------------------------------------------------------
 
-    def _embed(self, text: str, level: str) -> _Embedding | None:
+    def _embed(self, text: str, level: str) -> Embedding | None:
         """The vectors of a record's text and of its sentences. Private records get none:
         they stay out of the semantic channel and never reach an embedding provider."""
         if self._embedder is None or level != "public":
             return None
-        return _embedding(self._embedder, text)
+        return embedding(self._embedder, text)
 
     def _store_vector(
         self,
         conn: sqlite3.Connection,
         record: MemoryRecord,
-        embedding: _Embedding | None,
+        embedding: Embedding | None,
     ) -> None:
         # Vectors of the record's old text (updated in place), of any model, are stale.
         conn.execute("DELETE FROM vectors WHERE record_id = ?", (record.id,))
@@ -960,37 +914,19 @@ class MemoryStore:
             )
 
     def _nearest(self, text: str, limit: int, allowed: set[int]) -> list[tuple[int, float]] | None:
-        """The ``allowed`` records nearest ``text`` by cosine, or ``None`` without a model.
-
-        Exact search over this project's vectors: a project's memory is thousands of
-        records, where one matrix product beats an approximate index."""
+        """The ``allowed`` records nearest ``text`` by cosine, or ``None`` without a model."""
         if self._embedder is None or self._model is None:
             return None
-        import numpy as np
-
         stored = self._vector_matrix(self._embedder, self._model)
-        ids = stored.ids
-        if not len(ids):
+        if not len(stored.ids):
             return []
-        query = _unit(self._embedder.embed([text])[0] - _CENTRE * stored.centre)
-        keep = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-        own = _dot(stored.matrix, query)
-        if len(stored.starts):
-            # A record of several sentences is as near as its text and its nearest sentence.
-            best = np.maximum.reduceat(_dot(stored.parts, query), stored.starts)
-            own[stored.owners] = (1 - _PART_WEIGHT) * own[stored.owners] + _PART_WEIGHT * best
-        # A record's own cosine plus its window's (see _WINDOW_REACH), which for a record
-        # alone in its window is its own; scoring every row and then keeping the allowed
-        # ones copies no matrix.
-        context = np.where(stored.alone, own, _dot(stored.windows, query))
-        ids, scores = ids[keep], (own + context)[keep]
-        top = np.argsort(-scores, kind="stable")[:limit]
-        return [(int(ids[k]), float(scores[k])) for k in top]
+        return nearest(stored, self._embedder.embed([text])[0], allowed, limit)
 
-    def _vector_matrix(self, embedder: Embedder, model: str) -> _Vectors:
-        """This project's current public records and their vectors (centred, see
-        ``_CENTRE``), rebuilt when any process wrote. Records without a vector of this model
-        (written by a process without one, imported, condensed) get one here."""
+    def _vector_matrix(self, embedder: Embedder, model: str) -> Vectors:
+        """This project's current public records and their vectors (see
+        :mod:`coderecall._memory_vectors`), rebuilt when any process wrote. Records without a
+        vector of this model (written by a process without one, imported, condensed) get one
+        here."""
         import numpy as np
 
         generation = self._db.generation()
@@ -1028,7 +964,7 @@ class MemoryStore:
                 )
         # Written before sentences had vectors (schema 3), or by a process without a model.
         missing = [row for row in rows if row["id"] not in raw]
-        embedded = _embeddings(embedder, [row["text"] for row in missing])
+        embedded = embeddings(embedder, [row["text"] for row in missing])
         if missing:
             with self._db.write(bump=False) as conn:
                 # Only where the text is unchanged: a concurrent update wrote its own vector.
@@ -1044,63 +980,12 @@ class MemoryStore:
                 )
         for row, e in zip(missing, embedded, strict=True):
             raw[row["id"]] = (row["text"], e.vector, e.parts)
-        dims = embedder.dims
-        matrix = np.empty((len(rows), dims), dtype=np.float32)
-        parts: list[npt.NDArray[np.float32]] = []
-        owners: list[int] = []
-        for k, row in enumerate(rows):
-            _, vector, sentences = raw[row["id"]]
-            matrix[k] = vector
-            if len(sentences):
-                parts.append(sentences)
-                owners.append(k)
-        ids = np.fromiter((row["id"] for row in rows), dtype=np.int64, count=len(rows))
-        centre = matrix.sum(axis=0) / (len(rows) + _CENTRE_PRIOR)
-        sizes = [len(p) for p in parts]
-        centred = _unit(matrix - _CENTRE * centre)
-        windows, alone = self._window_matrix(ids, centred)
-        built = _Vectors(
-            generation,
-            ids,
-            centred,
-            centre,
-            _unit(np.concatenate(parts) - _CENTRE * centre)
-            if parts
-            else np.empty((0, dims), np.float32),
-            np.array(owners, dtype=np.int64),
-            np.cumsum([0, *sizes[:-1]], dtype=np.int64) if parts else np.empty(0, np.int64),
-            windows,
-            alone,
-            raw,
-        )
+        ids = [row["id"] for row in rows]
+        members = self._text_index().window_members
+        built = assemble(generation, ids, raw, members, embedder.dims)
         with self._lock:
             self._vectors = built
         return built
-
-    def _window_matrix(
-        self, ids: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32]
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_]]:
-        """Each row of ``matrix``'s window vector: the normalised sum of its window members'
-        vectors (members without a vector, private ones, count for nothing); and which rows
-        are alone in their window."""
-        import numpy as np
-
-        members = self._text_index().window_members
-        row_of = {int(key): row for row, key in enumerate(ids)}
-        pairs = [
-            (row, row_of[member])
-            for row, key in enumerate(ids)
-            for member in members.get(int(key), ())
-            if member in row_of
-        ]
-        rows, sources = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
-        windows = np.zeros_like(matrix)
-        if len(rows):
-            # Pairs come row by row: each row's members are one run to sum (np.add.at, which
-            # takes any order, was a third of a rebuild).
-            starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-            windows[rows[starts]] = np.add.reduceat(matrix[sources], starts)
-        return _unit(windows), np.bincount(rows, minlength=len(ids)) <= 1
 
     @staticmethod
     def _get_current(conn: sqlite3.Connection, record_id: int) -> bool:
@@ -1196,7 +1081,7 @@ class _Pending:
     clean: str
     when: float
     probe: _Probe
-    embedding: _Embedding | None
+    embedding: Embedding | None
     seen: tuple[MemoryRecord | None, float]
 
 
@@ -1208,109 +1093,6 @@ class _Probe:
     vector: npt.NDArray[np.float32] | None
 
 
-@dataclass(frozen=True)
-class _Vectors:
-    """One generation of a project's record vectors."""
-
-    generation: str
-    ids: npt.NDArray[np.int64]
-    matrix: npt.NDArray[np.float32]
-    """One unit row per record, its vector less ``_CENTRE`` x ``centre``."""
-    centre: npt.NDArray[np.float32]
-    """The mean of the records' vectors (see ``_CENTRE_PRIOR``)."""
-    parts: npt.NDArray[np.float32]
-    """The sentence vectors of the records that have some, centred like ``matrix``, in
-    the order of their records."""
-    owners: npt.NDArray[np.int64]
-    """The row in ``matrix`` of each record that has sentence vectors."""
-    starts: npt.NDArray[np.int64]
-    """The first row in ``parts`` of each of ``owners``."""
-    windows: npt.NDArray[np.float32]
-    """Each record's window vector (see ``_WINDOW_REACH``), from the rows of ``matrix``."""
-    alone: npt.NDArray[np.bool_]
-    """The records alone in their window: it scores as the record itself."""
-    raw: dict[int, tuple[str, npt.NDArray[np.float32], npt.NDArray[np.float32]]]
-    """Each record's text, vector and sentence vectors as stored, for the next generation
-    to reuse while the text is unchanged."""
-
-
-@dataclass(frozen=True)
-class _Embedding:
-    """A record's vector, and one row per sentence when it has more than one."""
-
-    vector: npt.NDArray[np.float32]
-    parts: npt.NDArray[np.float32]
-
-
-def _embedding(embedder: Embedder, text: str) -> _Embedding:
-    return _embeddings(embedder, [text])[0]
-
-
-def _embeddings(embedder: Embedder, texts: Sequence[str]) -> list[_Embedding]:
-    """Each text's :class:`_Embedding`, embedded ``_EMBED_BATCH`` texts at a time."""
-    import numpy as np
-
-    pieces = [[text, *_parts(text)] for text in texts]
-    flat = [piece for group in pieces for piece in group]
-    vectors = np.concatenate(
-        [
-            np.asarray(embedder.embed(flat[start : start + _EMBED_BATCH]), dtype=np.float32)
-            for start in range(0, len(flat), _EMBED_BATCH)
-        ]
-        or [np.empty((0, embedder.dims), np.float32)]
-    )
-    out, at = [], 0
-    for group in pieces:
-        out.append(_Embedding(vectors[at], vectors[at + 1 : at + len(group)]))
-        at += len(group)
-    return out
-
-
-def _parts(text: str) -> list[str]:
-    """The sentences of a record of several, each as its own text to embed: the vector of
-    a whole turn or note averages what each sentence says, so a question about one of them
-    meets it diluted. Each sentence after the first carries the record's label ("Caroline:",
-    "Decision:") when it has one, else follows the first sentence, which names what the
-    record is about. At most ``_MAX_PARTS``."""
-    sentences = [s for s in _SENTENCE_END.split(text.strip()) if s][:_MAX_PARTS]
-    if len(sentences) < 2:
-        return []
-    lead = _label(sentences[0]) or sentences[0] + " "
-    return [sentences[0], *(lead + s for s in sentences[1:])]
-
-
-def _label(text: str) -> str | None:
-    """The label that opens ``text`` (see ``_LABEL``), colon and space included."""
-    found = _LABEL.match(text.lstrip())
-    return found.group(0) if found and len(found.group(0).split()) <= 4 else None
-
-
-def _favour(
-    ranked: Sequence[tuple[int, float]], favoured: Container[int], weight: float
-) -> list[tuple[int, float]]:
-    """``ranked`` with the ``favoured`` records at ``weight`` times their scores."""
-    rescored = [(key, score * weight if key in favoured else score) for key, score in ranked]
-    return sorted(rescored, key=lambda kv: (-kv[1], kv[0]))
-
-
-def _dot(rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """Each row's dot product with ``query``, on this thread. A BLAS matrix product would
-    wake BLAS's threads, which keep spinning after it and take the cores from the embedding
-    engine's next query (on 2 cores: search p99 19 to 45-80 ms on LoCoMo)."""
-    import numpy as np
-
-    dots: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, query)
-    return dots
-
-
-def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """``vectors`` (one, or one per row) scaled to length 1; zero vectors stay zero."""
-    import numpy as np
-
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
-
-
 def _model_key(embedder: Embedder, model_id: str | None) -> str:
     """The name under which a model's vectors are stored: two models never share one."""
     if model_id:
@@ -1320,175 +1102,10 @@ def _model_key(embedder: Embedder, model_id: str | None) -> str:
     return local_model_id(describe(embedder.path), embedder.dims)
 
 
-@dataclass(frozen=True)
-class _Lexicon:
-    """The text side of one generation of a project's records. Its two indexes pass on to
-    the next generation, which updates them in place (see ``_lexicon``)."""
-
-    records: TextIndex
-    windows: TextIndex
-    """Each record's window (see ``_WINDOW_REACH``) as one text, under the record's id."""
-    neighbours: dict[int, tuple[tuple[int, float], ...]] = field(default_factory=dict)
-    """The records written just before and after each record in its session, with the
-    share of the record's score each earns (see ``_context``)."""
-    window_members: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    labels: dict[int, frozenset[str]] = field(default_factory=dict)
-    """The words of each labelled record's label (see ``_label``), lowercased."""
-    timed: set[int] = field(default_factory=set)
-    """The records that date something (``tells_time``)."""
-    docs: dict[int, tuple[str, str, str]] = field(default_factory=dict)
-    """What ``records`` holds under each key (text, tags as stored, type)."""
-
-    def search(
-        self, query: str, depth: int, allowed: set[int]
-    ) -> tuple[list[tuple[int, float]], set[int]]:
-        """BM25F of each record plus that of its window, best ``depth`` first, and the
-        records whose own text matched."""
-        own = _above_floor(self.records.search(query, depth, allowed), depth)
-        scores = dict(own)
-        for key, score in _above_floor(self.windows.search(query, depth, allowed), depth).items():
-            scores[key] = scores.get(key, 0.0) + score
-        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:depth], set(own)
-
-
-def _lexicon(rows: Sequence[sqlite3.Row], previous: _Lexicon | None) -> _Lexicon:
-    """The lexicon of ``rows`` (current records in session order), made from ``previous``:
-    its indexes are updated in place, analysing only texts that differ from what they
-    hold."""
-    if previous is None:
-        lexicon = _Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM))
-    else:
-        lexicon = _Lexicon(previous.records, previous.windows)
-    known = previous.docs if previous is not None else {}
-    # Columns as plain lists: this pass runs over every record after every write.
-    ids = [row["id"] for row in rows]
-    texts = [row["text"] for row in rows]
-    sessions = [row["session"] for row in rows]
-    public = [row["privacy"] == "public" for row in rows]
-    changed = set()
-    for key, text, row in zip(ids, texts, rows, strict=True):
-        doc = (text, row["tags"], row["type"])
-        lexicon.docs[key] = doc
-        if previous is not None and known.get(key) == doc:
-            label = previous.labels.get(key)
-            timed = key in previous.timed
-        else:
-            changed.add(key)
-            lexicon.records.insert(key, text, _tag_text(row["tags"]), row["type"])
-            found = _label(text)
-            label = _words(found) if found is not None else None
-            timed = tells_time(text)
-        if label is not None:
-            lexicon.labels[key] = label
-        if timed:
-            lexicon.timed.add(key)
-    count = len(rows)
-    for at, key in enumerate(ids):
-        session = sessions[at]
-        members: tuple[int, ...] = (at,)  # a record without a session is its own window
-        if session is not None:
-            after = _REPLY_WEIGHT if _ASKS.search(texts[at]) else _FOLLOW_WEIGHT
-            lexicon.neighbours[key] = tuple(
-                (ids[other], weight)
-                for other, weight in ((at - 1, _BEFORE_WEIGHT), (at + 1, after))
-                if 0 <= other < count and sessions[other] == session
-            )
-            # A private record lends its words to no other record's window.
-            members = tuple(
-                other
-                for other in range(max(at - _WINDOW_REACH, 0), min(at + _WINDOW_REACH + 1, count))
-                if sessions[other] == session and (other == at or public[other])
-            )
-        member_ids = tuple(ids[other] for other in members)
-        lexicon.window_members[key] = member_ids
-        # A window is as indexed while its members are and none changed (its own tags and
-        # type are in its record's doc: the record is a member).
-        if (
-            previous is None
-            or previous.window_members.get(key) != member_ids
-            or not changed.isdisjoint(member_ids)
-        ):
-            _, tags, kind = lexicon.docs[key]
-            text = "\n".join(texts[other] for other in members)
-            lexicon.windows.insert(key, text, _tag_text(tags), kind)
-    for gone in known.keys() - lexicon.docs.keys():
-        lexicon.records.remove(gone)
-        lexicon.windows.remove(gone)
-    return lexicon
-
-
-def _tag_text(tags: str) -> str:
-    """Stored tags (a JSON list) as the text the indexes weigh."""
-    return " ".join(json.loads(tags))
-
-
-def _above_floor(ranked: Sequence[tuple[int, float]], depth: int) -> dict[int, float]:
-    """Scores counted from what a record the channel did not bring would score: the last
-    candidate's when the list was cut at ``depth``, else zero."""
-    if not ranked:
-        return {}
-    floor = ranked[-1][1] if len(ranked) >= depth else min(ranked[-1][1], 0.0)
-    return {key: score - floor for key, score in ranked}
-
-
-def _fuse(*rankings: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion (k = 60) of ``rankings``: ranks count, scores do not."""
-    scores: dict[int, float] = {}
-    for ranked in rankings:
-        for rank, (key, _) in enumerate(ranked):
-            scores[key] = scores.get(key, 0.0) + 1 / (_RRF_K + rank + 1)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-
-
-def _blend(
-    channels: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
-) -> list[tuple[int, float]]:
-    """The channels' scores, each as a share of its best, summed with their weights (1
-    unless ``weights`` says otherwise). Unlike reciprocal ranks, a clear winner of one
-    channel stays ahead of a record both channels found only vaguely."""
-    scores: dict[int, float] = {}
-    for name, ranked in channels.items():
-        best = ranked[0][1] if ranked else 0.0
-        if best <= 0:
-            continue
-        weight = weights.get(name, 1.0)
-        for key, score in ranked:
-            scores[key] = scores.get(key, 0.0) + weight * score / best
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-
-
 def _dedups(kind: str) -> bool:
     """Whether a new record of ``kind`` may merge into a near duplicate. A session summary
     records one session: two alike sessions are still two."""
     return kind != "session-summary"
-
-
-def _context(
-    ranked: Sequence[tuple[int, float]],
-    neighbours: Mapping[int, tuple[tuple[int, float], ...]],
-    allowed: set[int],
-    *,
-    depth: int,
-) -> list[tuple[int, float]]:
-    """One channel's ranking rescored with context: each record also earns a share of its
-    session neighbours' scores, the best of them. In a conversation the answer is often the
-    reply to what the query matches, or the question before it; a question passes more to
-    its reply than other records do. Scores count from the channel's floor
-    (``_above_floor``)."""
-    own = _above_floor(ranked, depth)
-    scores = dict(own)
-    for key, score in own.items():
-        for other, weight in neighbours.get(key, ()):
-            if other in allowed:
-                lifted = own.get(other, 0.0) + weight * score
-                scores[other] = max(scores.get(other, 0.0), lifted)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-
-
-def _prefer(ranked: Sequence[tuple[int, float]], preferred: set[int]) -> list[tuple[int, float]]:
-    """``ranked`` fused by reciprocal rank with its own ``preferred`` part: those rise
-    without the others dropping out."""
-    return _fuse(ranked, [kv for kv in ranked if kv[0] in preferred])
 
 
 def _check_type(kind: str) -> str:
@@ -1524,10 +1141,6 @@ def snippet(text: str, width: int = 160) -> str:
     """``text`` on one line, cut to ``width`` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(w.lower() for w in _WORD.findall(text))
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:

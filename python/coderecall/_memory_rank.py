@@ -1,0 +1,260 @@
+"""How memory search ranks records: BM25F over each record and its window (the record and
+the records around it in its session), a share of a neighbour's score for each record, and the
+fusion of channels. :class:`coderecall._memory.MemoryStore` runs a search with these
+pieces; each rule was measured on LoCoMo (benches/memory/README.md, "Ranking rules").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ._native import TextIndex
+from ._timephrase import tells_time
+
+__all__ = [
+    "DEPTH",
+    "NAMED_WEIGHT",
+    "SEMANTIC_WEIGHT",
+    "WHEN_WEIGHT",
+    "Lexicon",
+    "blend",
+    "build_lexicon",
+    "favour",
+    "label",
+    "prefer",
+    "with_context",
+    "words",
+]
+
+_WORD = re.compile(r"\w+")
+DEPTH = 60
+"""Candidates each channel brings to fusion, whatever the limit (up to this many). Scores
+count from the last candidate's (``_above_floor``), so a depth that grew with the limit would
+reorder the first results: ``limit=5`` would not be the first five of ``limit=20``. On the
+LoCoMo benchmark (hybrid, ``limit=20``), depths 40 / 50 / 60 / 80 / 100 gave Hit@10 0.842 /
+0.847 / 0.849 / 0.843 / 0.842 and Recall@20 0.822 / 0.822 / 0.825 / 0.828 / 0.827."""
+_RRF_K = 60
+_BEFORE_WEIGHT = 0.5
+"""Share of a record's score the record before it in its session earns in each channel (see
+``with_context``)."""
+_REPLY_WEIGHT = 0.75
+"""Share of the score of a record that asks (``_ASKS``) the record after it earns: the
+reply, which answers in words of its own ("What genre is it?" ... "A mix of drama and
+romance!")."""
+_FOLLOW_WEIGHT = 0.35
+"""Share of the score of a record that does not ask the record after it earns."""
+_ASKS = re.compile(r"\?[\"')\]]*\s*(?:\[[^\[\]]*\]\s*)?$")
+"""A record that ends with a question, perhaps before a closing note in brackets
+(``... right? [image: a bowl]``)."""
+SEMANTIC_WEIGHT = 1.0
+"""The vector channel's vote in fusion. Raw MiniLM vectors of whole records ranked below
+plain BM25 on conversational memory (LoCoMo Hit@10 0.55 against 0.59) and earned half a
+vote; centred and read sentence by sentence (:mod:`coderecall._memory_vectors`) they reach
+0.69 alone,
+and an equal vote gains on both halves of the data (benches/memory/README.md)."""
+_WINDOW_REACH = 2
+"""A record's window: itself and up to this many records before and after it in its
+session. What a turn of a conversation is about is often said in the turns around it ("How
+was the workshop?" ... "I loved it"), so a query's words may meet only in the window."""
+_LENGTH_NORM = 0.5
+"""BM25's length normalisation (b) for records and windows, softer than code's 0.75: a long
+turn of a conversation is not less about what it names (on LoCoMo it ranked better on
+both halves of the data; benches/memory/README.md)."""
+_LABEL = re.compile(r"[^\s:][^:\n]{0,38}:\s")
+"""A record's label: ``Caroline:``, ``Decision:`` (up to four words before a colon)."""
+NAMED_WEIGHT = 2.0
+"""How many times its score a record earns when the query names its label (every word of
+it): what a question says someone did or thought is mostly told in that one's own records
+(on LoCoMo, 96% of the evidence turns of a question naming one of the two speakers are that
+speaker's). Their words alone weigh little, being in every other record."""
+WHEN_WEIGHT = 1.5
+"""How many times its score a record that dates something (``tells_time``) earns when the
+query asks when (``asks_when``): on LoCoMo, 73% of the evidence turns of "When ..." questions
+date what they tell ("I went there last week"), against 9% of all turns."""
+
+
+def label(text: str) -> str | None:
+    """The label that opens ``text`` (see ``_LABEL``), colon and space included."""
+    found = _LABEL.match(text.lstrip())
+    return found.group(0) if found and len(found.group(0).split()) <= 4 else None
+
+
+def favour(
+    ranked: Sequence[tuple[int, float]], favoured: Container[int], weight: float
+) -> list[tuple[int, float]]:
+    """``ranked`` with the ``favoured`` records at ``weight`` times their scores."""
+    rescored = [(key, score * weight if key in favoured else score) for key, score in ranked]
+    return sorted(rescored, key=lambda kv: (-kv[1], kv[0]))
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """The text side of one generation of a project's records. Its two indexes pass on to
+    the next generation, which updates them in place (see ``build_lexicon``)."""
+
+    records: TextIndex
+    windows: TextIndex
+    """Each record's window (see ``_WINDOW_REACH``) as one text, under the record's id."""
+    neighbours: dict[int, tuple[tuple[int, float], ...]] = field(default_factory=dict)
+    """The records written just before and after each record in its session, with the
+    share of the record's score each earns (see ``with_context``)."""
+    window_members: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    labels: dict[int, frozenset[str]] = field(default_factory=dict)
+    """The words of each labelled record's label (see ``label``), lowercased."""
+    timed: set[int] = field(default_factory=set)
+    """The records that date something (``tells_time``)."""
+    docs: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+    """What ``records`` holds under each key (text, tags as stored, type)."""
+
+    def search(
+        self, query: str, depth: int, allowed: set[int]
+    ) -> tuple[list[tuple[int, float]], set[int]]:
+        """BM25F of each record plus that of its window, best ``depth`` first, and the
+        records whose own text matched."""
+        own = _above_floor(self.records.search(query, depth, allowed), depth)
+        scores = dict(own)
+        for key, score in _above_floor(self.windows.search(query, depth, allowed), depth).items():
+            scores[key] = scores.get(key, 0.0) + score
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:depth], set(own)
+
+
+def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexicon:
+    """The lexicon of ``rows`` (current records in session order), made from ``previous``:
+    its indexes are updated in place, analysing only texts that differ from what they
+    hold."""
+    if previous is None:
+        lexicon = Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM))
+    else:
+        lexicon = Lexicon(previous.records, previous.windows)
+    known = previous.docs if previous is not None else {}
+    # Columns as plain lists: this pass runs over every record after every write.
+    ids = [row["id"] for row in rows]
+    texts = [row["text"] for row in rows]
+    sessions = [row["session"] for row in rows]
+    public = [row["privacy"] == "public" for row in rows]
+    changed = set()
+    for key, text, row in zip(ids, texts, rows, strict=True):
+        doc = (text, row["tags"], row["type"])
+        lexicon.docs[key] = doc
+        if previous is not None and known.get(key) == doc:
+            named = previous.labels.get(key)
+            timed = key in previous.timed
+        else:
+            changed.add(key)
+            lexicon.records.insert(key, text, _tag_text(row["tags"]), row["type"])
+            found = label(text)
+            named = words(found) if found is not None else None
+            timed = tells_time(text)
+        if named is not None:
+            lexicon.labels[key] = named
+        if timed:
+            lexicon.timed.add(key)
+    count = len(rows)
+    for at, key in enumerate(ids):
+        session = sessions[at]
+        members: tuple[int, ...] = (at,)  # a record without a session is its own window
+        if session is not None:
+            after = _REPLY_WEIGHT if _ASKS.search(texts[at]) else _FOLLOW_WEIGHT
+            lexicon.neighbours[key] = tuple(
+                (ids[other], weight)
+                for other, weight in ((at - 1, _BEFORE_WEIGHT), (at + 1, after))
+                if 0 <= other < count and sessions[other] == session
+            )
+            # A private record lends its words to no other record's window.
+            members = tuple(
+                other
+                for other in range(max(at - _WINDOW_REACH, 0), min(at + _WINDOW_REACH + 1, count))
+                if sessions[other] == session and (other == at or public[other])
+            )
+        member_ids = tuple(ids[other] for other in members)
+        lexicon.window_members[key] = member_ids
+        # A window is as indexed while its members are and none changed (its own tags and
+        # type are in its record's doc: the record is a member).
+        if (
+            previous is None
+            or previous.window_members.get(key) != member_ids
+            or not changed.isdisjoint(member_ids)
+        ):
+            _, tags, kind = lexicon.docs[key]
+            text = "\n".join(texts[other] for other in members)
+            lexicon.windows.insert(key, text, _tag_text(tags), kind)
+    for gone in known.keys() - lexicon.docs.keys():
+        lexicon.records.remove(gone)
+        lexicon.windows.remove(gone)
+    return lexicon
+
+
+def _tag_text(tags: str) -> str:
+    """Stored tags (a JSON list) as the text the indexes weigh."""
+    return " ".join(json.loads(tags))
+
+
+def _above_floor(ranked: Sequence[tuple[int, float]], depth: int) -> dict[int, float]:
+    """Scores counted from what a record the channel did not bring would score: the last
+    candidate's when the list was cut at ``depth``, else zero."""
+    if not ranked:
+        return {}
+    floor = ranked[-1][1] if len(ranked) >= depth else min(ranked[-1][1], 0.0)
+    return {key: score - floor for key, score in ranked}
+
+
+def _fuse(*rankings: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion (k = 60) of ``rankings``: ranks count, scores do not."""
+    scores: dict[int, float] = {}
+    for ranked in rankings:
+        for rank, (key, _) in enumerate(ranked):
+            scores[key] = scores.get(key, 0.0) + 1 / (_RRF_K + rank + 1)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def blend(
+    channels: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
+) -> list[tuple[int, float]]:
+    """The channels' scores, each as a share of its best, summed with their weights (1
+    unless ``weights`` says otherwise). Unlike reciprocal ranks, a clear winner of one
+    channel stays ahead of a record both channels found only vaguely."""
+    scores: dict[int, float] = {}
+    for name, ranked in channels.items():
+        best = ranked[0][1] if ranked else 0.0
+        if best <= 0:
+            continue
+        weight = weights.get(name, 1.0)
+        for key, score in ranked:
+            scores[key] = scores.get(key, 0.0) + weight * score / best
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def with_context(
+    ranked: Sequence[tuple[int, float]],
+    neighbours: Mapping[int, tuple[tuple[int, float], ...]],
+    allowed: set[int],
+    *,
+    depth: int,
+) -> list[tuple[int, float]]:
+    """One channel's ranking rescored with context: each record also earns a share of its
+    session neighbours' scores, the best of them. In a conversation the answer is often the
+    reply to what the query matches, or the question before it; a question passes more to
+    its reply than other records do. Scores count from the channel's floor
+    (``_above_floor``)."""
+    own = _above_floor(ranked, depth)
+    scores = dict(own)
+    for key, score in own.items():
+        for other, weight in neighbours.get(key, ()):
+            if other in allowed:
+                lifted = own.get(other, 0.0) + weight * score
+                scores[other] = max(scores.get(other, 0.0), lifted)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def prefer(ranked: Sequence[tuple[int, float]], preferred: set[int]) -> list[tuple[int, float]]:
+    """``ranked`` fused by reciprocal rank with its own ``preferred`` part: those rise
+    without the others dropping out."""
+    return _fuse(ranked, [kv for kv in ranked if kv[0] in preferred])
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD.findall(text))
