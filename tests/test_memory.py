@@ -452,6 +452,37 @@ def test_a_question_that_asks_when_prefers_records_that_tell_a_time(
     assert [h.id for h in store.search("Did Ana move to Lisbon?")] == [other, dated]
 
 
+def test_a_search_after_an_interrupted_rebuild_ranks_as_a_store_opened_afresh(
+    store: MemoryStore, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search indexes are updated in place; a rebuild that stops halfway (an exception,
+    a KeyboardInterrupt) must not leave the next search reading half of it as current."""
+    said = [
+        ("s1", "Ana: We finally moved to Lisbon last spring."),
+        ("s1", "Ben: How is the new flat?"),
+        ("s2", "Ana: Bright, with a view of the river."),
+    ]
+    _converse(store, said)
+    store.search("Lisbon")  # the indexes are built
+    label = rank_module.label
+
+    def interrupted(text: str) -> str | None:
+        if "tram" in text:
+            raise KeyboardInterrupt
+        return label(text)
+
+    store.add("Ben: The tram to the flat takes ten minutes.", "observation", session="s1")
+    store.add("Ana: I walk along the river to work.", "observation", session="s2")
+    monkeypatch.setattr(rank_module, "label", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.search("tram to the flat")
+    monkeypatch.setattr(rank_module, "label", label)
+    with MemoryStore(PROJECT, path=db) as fresh:
+        for query in ("tram to the flat", "What does Ben say of the tram?", "Who moved?"):
+            kept = [(h.id, h.score) for h in store.search(query)]
+            assert kept == [(h.id, h.score) for h in fresh.search(query)], query
+
+
 @pytest.mark.parametrize(
     ("text", "asks"),
     [

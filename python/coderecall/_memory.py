@@ -637,7 +637,9 @@ class MemoryStore:
             {"semantic": SEMANTIC_WEIGHT},
         )
         said = words(text)
-        named = {key for key, _ in ranked if key in lexicon.labels and lexicon.labels[key] <= said}
+        # By key: a rebuild for the next generation may be updating the lexicon meanwhile.
+        labels = lexicon.labels
+        named = {key for key, _ in ranked if (own := labels.get(key)) is not None and own <= said}
         ranked = favour(ranked, named, NAMED_WEIGHT)
         if asks_when(text):
             ranked = favour(ranked, lexicon.timed, WHEN_WEIGHT)
@@ -790,7 +792,13 @@ class MemoryStore:
                 " ORDER BY session, created_at, id",
                 (self._project,),
             ).fetchall()
-            lexicon = build_lexicon(rows, previous)
+            try:
+                lexicon = build_lexicon(rows, previous)
+            except BaseException:
+                # Half updated in place: the next search builds a lexicon afresh.
+                with self._lock:
+                    self._index = None
+                raise
             with self._lock:
                 self._index = (generation, lexicon)
             return lexicon
@@ -933,7 +941,8 @@ class MemoryStore:
         with self._lock:
             if self._vectors is not None and self._vectors.generation == generation:
                 return self._vectors
-            known = self._vectors.raw if self._vectors is not None else {}
+            previous = self._vectors
+        known = previous.raw if previous is not None else {}
         conn = self._conn()
         rows = conn.execute(
             "SELECT id, text FROM records WHERE (project = ? OR scope = 'user')"
@@ -982,7 +991,7 @@ class MemoryStore:
             raw[row["id"]] = (row["text"], e.vector, e.parts)
         ids = [row["id"] for row in rows]
         members = self._text_index().window_members
-        built = assemble(generation, ids, raw, members, embedder.dims)
+        built = assemble(generation, ids, raw, members, embedder.dims, previous, set(wanted))
         with self._lock:
             self._vectors = built
         return built

@@ -93,8 +93,10 @@ def favour(
 
 @dataclass(frozen=True)
 class Lexicon:
-    """The text side of one generation of a project's records. Its two indexes pass on to
-    the next generation, which updates them in place (see ``build_lexicon``)."""
+    """The text side of a project's records: two BM25F indexes and what each record's
+    context is. One lexicon serves every generation: ``build_lexicon`` updates it in place
+    (a search that began on the previous generation may meet some of the next one's
+    entries, never a missing one: searches read it by key)."""
 
     records: TextIndex
     windows: TextIndex
@@ -109,6 +111,9 @@ class Lexicon:
     """The records that date something (``tells_time``)."""
     docs: dict[int, tuple[str, str, str]] = field(default_factory=dict)
     """What ``records`` holds under each key (text, tags as stored, type)."""
+    sessions: dict[str, tuple[tuple[int, ...], tuple[bool, ...]]] = field(default_factory=dict)
+    """Each session's records in order and which are public: while neither changes and
+    none of its records' docs did, its neighbours and windows stand."""
 
     def search(
         self, query: str, depth: int, allowed: set[int]
@@ -123,14 +128,11 @@ class Lexicon:
 
 
 def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexicon:
-    """The lexicon of ``rows`` (current records in session order), made from ``previous``:
-    its indexes are updated in place, analysing only texts that differ from what they
-    hold."""
-    if previous is None:
-        lexicon = Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM))
-    else:
-        lexicon = Lexicon(previous.records, previous.windows)
-    known = previous.docs if previous is not None else {}
+    """The lexicon of ``rows`` (current records in session order): ``previous`` brought up
+    to date in place, analysing only the records whose docs changed and rebuilding the
+    context of only the sessions that changed (a write adds one record to thousands)."""
+    lexicon = previous or Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM))
+    docs = lexicon.docs
     # Columns as plain lists: this pass runs over every record after every write.
     ids = [row["id"] for row in rows]
     texts = [row["text"] for row in rows]
@@ -139,53 +141,84 @@ def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexi
     changed = set()
     for key, text, row in zip(ids, texts, rows, strict=True):
         doc = (text, row["tags"], row["type"])
-        lexicon.docs[key] = doc
-        if previous is not None and known.get(key) == doc:
-            named = previous.labels.get(key)
-            timed = key in previous.timed
+        if docs.get(key) == doc:
+            continue
+        lexicon.records.insert(key, text, _tag_text(row["tags"]), row["type"])
+        docs[key] = doc
+        changed.add(key)
+        found = label(text)
+        if found is not None:
+            lexicon.labels[key] = words(found)
         else:
-            changed.add(key)
-            lexicon.records.insert(key, text, _tag_text(row["tags"]), row["type"])
-            found = label(text)
-            named = words(found) if found is not None else None
-            timed = tells_time(text)
-        if named is not None:
-            lexicon.labels[key] = named
-        if timed:
+            lexicon.labels.pop(key, None)
+        if tells_time(text):
             lexicon.timed.add(key)
-    count = len(rows)
-    for at, key in enumerate(ids):
-        session = sessions[at]
-        members: tuple[int, ...] = (at,)  # a record without a session is its own window
-        if session is not None:
-            after = _REPLY_WEIGHT if _ASKS.search(texts[at]) else _FOLLOW_WEIGHT
-            lexicon.neighbours[key] = tuple(
-                (ids[other], weight)
-                for other, weight in ((at - 1, _BEFORE_WEIGHT), (at + 1, after))
-                if 0 <= other < count and sessions[other] == session
-            )
-            # A private record lends its words to no other record's window.
-            members = tuple(
-                other
-                for other in range(max(at - _WINDOW_REACH, 0), min(at + _WINDOW_REACH + 1, count))
-                if sessions[other] == session and (other == at or public[other])
-            )
-        member_ids = tuple(ids[other] for other in members)
-        lexicon.window_members[key] = member_ids
-        # A window is as indexed while its members are and none changed (its own tags and
-        # type are in its record's doc: the record is a member).
-        if (
-            previous is None
-            or previous.window_members.get(key) != member_ids
-            or not changed.isdisjoint(member_ids)
-        ):
-            _, tags, kind = lexicon.docs[key]
-            text = "\n".join(texts[other] for other in members)
-            lexicon.windows.insert(key, text, _tag_text(tags), kind)
-    for gone in known.keys() - lexicon.docs.keys():
+        else:
+            lexicon.timed.discard(key)
+    for gone in docs.keys() - set(ids):
+        del docs[gone]
         lexicon.records.remove(gone)
         lexicon.windows.remove(gone)
+        lexicon.labels.pop(gone, None)
+        lexicon.timed.discard(gone)
+        lexicon.neighbours.pop(gone, None)
+        lexicon.window_members.pop(gone, None)
+    seen: dict[str, tuple[tuple[int, ...], tuple[bool, ...]]] = {}
+    start, count = 0, len(rows)
+    for end in range(1, count + 1):
+        if end < count and sessions[end] == sessions[start]:
+            continue
+        session = sessions[start]
+        if session is None:  # each record without a session is its own window
+            for at in range(start, end):
+                if ids[at] in changed or lexicon.window_members.get(ids[at]) != (ids[at],):
+                    _context_of(lexicon, at, at, at + 1, ids, texts, public, changed)
+        else:
+            signature = (tuple(ids[start:end]), tuple(public[start:end]))
+            seen[session] = signature
+            if lexicon.sessions.get(session) != signature or not changed.isdisjoint(signature[0]):
+                for at in range(start, end):
+                    _context_of(lexicon, at, start, end, ids, texts, public, changed)
+        start = end
+    lexicon.sessions.clear()
+    lexicon.sessions.update(seen)
     return lexicon
+
+
+def _context_of(
+    lexicon: Lexicon,
+    at: int,
+    start: int,
+    end: int,
+    ids: Sequence[int],
+    texts: Sequence[str],
+    public: Sequence[bool],
+    changed: set[int],
+) -> None:
+    """The neighbours and window of the record at ``at`` of a session that spans rows
+    ``start`` to ``end`` (a record without a session spans its own row), its window
+    indexed again when its members or their docs changed."""
+    key = ids[at]
+    after = _REPLY_WEIGHT if _ASKS.search(texts[at]) else _FOLLOW_WEIGHT
+    lexicon.neighbours[key] = tuple(
+        (ids[other], weight)
+        for other, weight in ((at - 1, _BEFORE_WEIGHT), (at + 1, after))
+        if start <= other < end
+    )
+    # A private record lends its words to no other record's window.
+    members = tuple(
+        other
+        for other in range(max(at - _WINDOW_REACH, start), min(at + _WINDOW_REACH + 1, end))
+        if other == at or public[other]
+    )
+    member_ids = tuple(ids[other] for other in members)
+    # A window is as indexed while its members are and none changed (its own tags and type
+    # are in its record's doc: the record is a member).
+    if lexicon.window_members.get(key) != member_ids or not changed.isdisjoint(member_ids):
+        lexicon.window_members[key] = member_ids
+        _, tags, kind = lexicon.docs[key]
+        text = "\n".join(texts[other] for other in members)
+        lexicon.windows.insert(key, text, _tag_text(tags), kind)
 
 
 def _tag_text(tags: str) -> str:

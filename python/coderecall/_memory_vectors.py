@@ -44,28 +44,41 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 @dataclass(frozen=True)
 class Vectors:
-    """One generation of a project's record vectors."""
+    """One generation of a project's record vectors, kept as stored: centring is applied
+    in the scores (see :func:`nearest`), so a write that moves the mean rewrites no row, and
+    the next generation reuses every row whose record is unchanged."""
 
     generation: str
     ids: npt.NDArray[np.int64]
     matrix: npt.NDArray[np.float32]
-    """One unit row per record, its vector less ``_CENTRE`` x ``centre``."""
-    centre: npt.NDArray[np.float32]
-    """The mean of the records' vectors (see ``_CENTRE_PRIOR``)."""
+    """Each record's vector, one row per id."""
+    shift: npt.NDArray[np.float32]
+    """What centring takes from every vector: ``_CENTRE`` x the mean of the records'
+    vectors (see ``_CENTRE_PRIOR``)."""
+    scale: npt.NDArray[np.float32]
+    """1 / the length of each row less ``shift`` (0 for a row that is all shift)."""
     parts: npt.NDArray[np.float32]
-    """The sentence vectors of the records that have some, centred like ``matrix``, in
-    the order of their records."""
+    """The sentence vectors of the records that have some, in the order of their records."""
+    part_scale: npt.NDArray[np.float32]
     owners: npt.NDArray[np.int64]
     """The row in ``matrix`` of each record that has sentence vectors."""
     starts: npt.NDArray[np.int64]
     """The first row in ``parts`` of each of ``owners``."""
     windows: npt.NDArray[np.float32]
-    """Each record's window vector (see ``_WINDOW_REACH``), from the rows of ``matrix``."""
+    """The sum of the vectors of each record's window (see
+    ``_memory_rank._WINDOW_REACH``), members without a row left out."""
+    counts: npt.NDArray[np.float32]
+    """How many vectors each window sums (its centred vector is ``windows - counts x
+    shift``)."""
+    window_scale: npt.NDArray[np.float32]
     alone: npt.NDArray[np.bool_]
     """The records alone in their window: it scores as the record itself."""
     raw: dict[int, tuple[str, npt.NDArray[np.float32], npt.NDArray[np.float32]]]
     """Each record's text, vector and sentence vectors as stored, for the next generation
     to reuse while the text is unchanged."""
+    members: dict[int, tuple[int, ...]]
+    """The window members each row of ``windows`` was summed from (before rows without a
+    vector were left out)."""
 
 
 @dataclass(frozen=True)
@@ -137,38 +150,77 @@ def assemble(
     raw: dict[int, tuple[str, npt.NDArray[np.float32], npt.NDArray[np.float32]]],
     window_members: Mapping[int, tuple[int, ...]],
     dims: int,
+    previous: Vectors | None,
+    fresh: set[int],
 ) -> Vectors:
-    """The :class:`Vectors` of records ``ids`` (in this order) from their stored vectors
-    ``raw`` (every id has an entry) and their windows' members."""
+    """The :class:`Vectors` of records ``ids`` (ascending) from their stored vectors ``raw``
+    (every id has an entry) and their windows' members. Rows of ``previous`` are reused for
+    the ids not in ``fresh`` (those whose vectors were read or embedded anew), and so are its
+    window sums while their members are the same and unchanged: after a write, only the
+    new record's rows and the windows around it are computed."""
     import numpy as np
 
-    matrix = np.empty((len(ids), dims), dtype=np.float32)
-    sentences: list[npt.NDArray[np.float32]] = []
-    owners: list[int] = []
-    for k, key in enumerate(ids):
-        _, vector, own = raw[key]
-        matrix[k] = vector
-        if len(own):
-            sentences.append(own)
-            owners.append(k)
-    keys = np.fromiter(ids, dtype=np.int64, count=len(ids))
-    centre = matrix.sum(axis=0) / (len(ids) + _CENTRE_PRIOR)
-    sizes = [len(p) for p in sentences]
-    centred = _unit(matrix - _CENTRE * centre)
-    windows, alone = _window_matrix(keys, centred, window_members)
+    n = len(ids)
+    keys = np.fromiter(ids, dtype=np.int64, count=n)
+    matrix = np.empty((n, dims), dtype=np.float32)
+    windows = np.empty((n, dims), dtype=np.float32)
+    counts = np.empty(n, dtype=np.float32)
+    at = np.zeros(n, dtype=np.int64)  # each id's row in previous, where it has one
+    kept = np.zeros(n, dtype=np.bool_)
+    if previous is not None and len(previous.ids) and n:
+        at = np.minimum(np.searchsorted(previous.ids, keys), len(previous.ids) - 1)
+        kept = previous.ids[at] == keys
+        if fresh:
+            kept &= ~np.isin(keys, np.fromiter(fresh, dtype=np.int64, count=len(fresh)))
+        matrix[kept] = previous.matrix[at[kept]]
+    for new in np.flatnonzero(~kept).tolist():
+        matrix[new] = raw[ids[new]][1]
+    # A window sum stands while its members are the same and none of them changed or went.
+    changed = set(fresh)
+    if previous is not None:
+        changed.update(np.setdiff1d(previous.ids, keys).tolist())
+    before = previous.members if previous is not None else {}
+    members: dict[int, tuple[int, ...]] = {}
+    row_of: dict[int, int] | None = None
+    for row, key in enumerate(ids):
+        group = window_members.get(key, (key,))
+        members[key] = group
+        if kept[row] and before.get(key) == group and changed.isdisjoint(group):
+            windows[row] = previous.windows[at[row]]  # type: ignore[union-attr]
+            counts[row] = previous.counts[at[row]]  # type: ignore[union-attr]
+            continue
+        if row_of is None:
+            row_of = {k: r for r, k in enumerate(ids)}
+        rows = [row_of[m] for m in group if m in row_of]
+        windows[row] = matrix[rows].sum(axis=0) if rows else 0.0
+        counts[row] = len(rows)
+    shift = (_CENTRE * matrix.sum(axis=0, dtype=np.float64) / (n + _CENTRE_PRIOR)).astype(
+        np.float32
+    )
+    sentences = [raw[key][2] for key in ids]
+    owners = np.fromiter((row for row, s in enumerate(sentences) if len(s)), dtype=np.int64)
+    sizes = [len(sentences[row]) for row in owners]
+    parts = (
+        np.concatenate([sentences[row] for row in owners])
+        if len(owners)
+        else np.empty((0, dims), np.float32)
+    )
     return Vectors(
         generation,
         keys,
-        centred,
-        centre,
-        _unit(np.concatenate(sentences) - _CENTRE * centre)
-        if sentences
-        else np.empty((0, dims), np.float32),
-        np.array(owners, dtype=np.int64),
-        np.cumsum([0, *sizes[:-1]], dtype=np.int64) if sentences else np.empty(0, np.int64),
+        matrix,
+        shift,
+        _inverse_length(matrix, shift, 1.0),
+        parts,
+        _inverse_length(parts, shift, 1.0),
+        owners,
+        np.cumsum([0, *sizes[:-1]], dtype=np.int64) if sizes else np.empty(0, np.int64),
         windows,
-        alone,
+        counts,
+        _inverse_length(windows, shift, counts),
+        counts <= 1,
         raw,
+        members,
     )
 
 
@@ -176,49 +228,44 @@ def nearest(
     stored: Vectors, query: npt.NDArray[np.float32], allowed: set[int], limit: int
 ) -> list[tuple[int, float]]:
     """The ``allowed`` records of ``stored`` nearest the (raw) ``query`` vector, best
-    ``limit`` first, each scored by its own cosine plus its window's."""
+    ``limit`` first, each scored by its own cosine plus its window's, all centred: the
+    cosine of ``v - shift`` and ``q - shift`` is ``(v . q' - shift . q') / |v - shift|``
+    with ``q'`` the unit centred query, so no centred row is ever stored."""
     import numpy as np
 
     ids = stored.ids
     if not len(ids):
         return []
-    centred = _unit(query - _CENTRE * stored.centre)
+    centred = _unit(query - stored.shift)
+    offset = float(stored.shift @ centred)
     keep = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-    own = _dot(stored.matrix, centred)
+    own = (_dot(stored.matrix, centred) - offset) * stored.scale
     if len(stored.starts):
         # A record of several sentences is as near as its text and its nearest sentence.
-        best = np.maximum.reduceat(_dot(stored.parts, centred), stored.starts)
+        near = (_dot(stored.parts, centred) - offset) * stored.part_scale
+        best = np.maximum.reduceat(near, stored.starts)
         own[stored.owners] = (1 - _PART_WEIGHT) * own[stored.owners] + _PART_WEIGHT * best
     # A record's own cosine plus its window's, which for a record alone in its window is its
     # own; scoring every row and then keeping the allowed ones copies no matrix.
-    context = np.where(stored.alone, own, _dot(stored.windows, centred))
+    window = (_dot(stored.windows, centred) - stored.counts * offset) * stored.window_scale
+    context = np.where(stored.alone, own, window)
     ids, scores = ids[keep], (own + context)[keep]
     top = np.argsort(-scores, kind="stable")[:limit]
     return [(int(ids[k]), float(scores[k])) for k in top]
 
 
-def _window_matrix(
-    ids: npt.NDArray[np.int64],
-    matrix: npt.NDArray[np.float32],
-    members: Mapping[int, tuple[int, ...]],
-) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_]]:
-    """Each row of ``matrix``'s window vector: the normalised sum of its window members'
-    vectors (members without a vector, private ones, count for nothing); and which rows
-    are alone in their window."""
+def _inverse_length(
+    rows: npt.NDArray[np.float32],
+    shift: npt.NDArray[np.float32],
+    counts: float | npt.NDArray[np.float32],
+) -> npt.NDArray[np.float32]:
+    """1 / |row - count x shift| for each row, from the rows' lengths and their dot products
+    with ``shift`` (no shifted copy of ``rows``); 0 where that length is 0."""
     import numpy as np
 
-    row_of = {int(key): row for row, key in enumerate(ids)}
-    pairs = [
-        (row, row_of[member])
-        for row, key in enumerate(ids)
-        for member in members.get(int(key), ())
-        if member in row_of
-    ]
-    rows, sources = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
-    windows = np.zeros_like(matrix)
-    if len(rows):
-        # Pairs come row by row: each row's members are one run to sum (np.add.at, which
-        # takes any order, was a third of a rebuild).
-        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        windows[rows[starts]] = np.add.reduceat(matrix[sources], starts)
-    return _unit(windows), np.bincount(rows, minlength=len(ids)) <= 1
+    # f32 sums suffice: lengths near 1, and the shift is far shorter than a row.
+    squares = np.einsum("ij,ij->i", rows, rows).astype(np.float64)
+    across = _dot(rows, shift).astype(np.float64)
+    length = squares - 2 * counts * across + np.square(counts) * float(shift @ shift)
+    safe = np.where(length > 1e-12, length, 1.0)
+    return np.where(length > 1e-12, 1 / np.sqrt(safe), 0.0).astype(np.float32)
