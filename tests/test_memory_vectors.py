@@ -4,8 +4,11 @@ models never mixing. On the real all-MiniLM-L6-v2 model."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
-from collections.abc import Iterator, Sequence
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -269,6 +272,75 @@ def test_an_open_store_ranks_as_one_opened_afresh_after_every_kind_of_write(
     with MemoryStore(PROJECT, path=db, embedder=transformer) as other:  # another writer
         assert other.add("Ana: I will bake a lemon tart next time.", "observation").record
     ranks_as_afresh()
+
+
+@pytest.mark.parametrize("semantic", [False, True], ids=["lexical", "hybrid"])
+def test_threads_sharing_a_store_write_and_search_at_once(
+    db: Path, transformer: Embedder, semantic: bool
+) -> None:
+    """A store is shared between threads while its indexes are updated in place (by
+    whichever search finds them behind): searches running through every kind of write
+    neither fail nor leave the store ranking otherwise than one opened afresh."""
+    embedder = transformer if semantic else None
+    topics = [
+        "cake",
+        "trip",
+        "river",
+        "tram",
+        "flat",
+        "parser",
+        "decision",
+        "deploy",
+        "cache",
+        "index",
+        "query",
+    ]
+    errors: list[BaseException] = []
+
+    def guarded(work: Callable[[int], None], n: int) -> threading.Thread:
+        def run() -> None:
+            try:
+                work(n)
+            except BaseException as error:  # reported below, whatever it is
+                errors.append(error)
+
+        return threading.Thread(target=run)
+
+    with MemoryStore(PROJECT, path=db, embedder=embedder) as store:
+
+        def write(n: int) -> None:
+            pick = random.Random(n)
+            for i in range(40 if semantic else 120):
+                text = f"Speaker{n}: " + " ".join(pick.choices(topics, k=6)) + f", note {i}."
+                written = store.add(text, "observation", session=f"s{n}-{i // 8}").record
+                assert written is not None
+                if i % 9 == 4:
+                    store.forget(written.id, "a test")
+                elif i % 11 == 6:
+                    store.supersede(written.id, f"{text} Revised.")
+
+        def search(n: int) -> None:
+            pick = random.Random(100 + n)
+            for _ in range(80 if semantic else 240):
+                store.search(f"What did Speaker{n} say about the {pick.choice(topics)}?")
+
+        threads = [guarded(write, n) for n in range(3)] + [guarded(search, n) for n in range(3)]
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(1e-5)  # threads interleave often, as on a busy server
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            sys.setswitchinterval(switch)
+        assert not errors, errors
+        with MemoryStore(PROJECT, path=db, embedder=embedder) as fresh:
+            for topic in topics:
+                kept = [(h.id, h.score) for h in store.search(topic)]
+                new = [(h.id, h.score) for h in fresh.search(topic)]
+                assert [k for k, _ in kept] == [k for k, _ in new], topic
+                assert [s for _, s in kept] == pytest.approx([s for _, s in new], rel=1e-6)
 
 
 def test_private_text_secrets_and_blocked_records_never_reach_the_engine(
