@@ -1,5 +1,5 @@
 """``python -m coderecall``: the same as the ``coderecall`` command."""
 
-from ._cli import main
+from ._launch import main
 
 raise SystemExit(main())

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from . import _hooks as hooks
 from ._errors import Error, QueryError
-from ._hooks import HOOK_EVENTS
 from ._hub import pull_model
 from ._index import CodeIndex
 from ._learn import learned_summary
@@ -197,11 +197,9 @@ def _parser() -> argparse.ArgumentParser:
     hook = commands.add_parser(
         "hook",
         help="an agent host's lifecycle hook (JSON on stdin, JSON on stdout)",
-        description="Records a session event from Claude Code or Codex and answers the "
-        "context to add (see docs/hooks.md). Never fails the host: errors print {} and exit 0.",
+        description=hooks.DESCRIPTION,
     )
-    hook.add_argument("event", choices=HOOK_EVENTS)
-    hook.add_argument("--memory", metavar="PATH", help="the memory database")
+    hooks.arguments(hook)
     hook.set_defaults(command=_hook)
 
     from ._cli_memory import register as register_memory
@@ -562,9 +560,7 @@ def _health(args: argparse.Namespace) -> int:
 
 
 def _hook(args: argparse.Namespace) -> int:
-    from ._hooks import main as hook_main
-
-    return hook_main(args.event, sys.stdin, sys.stdout, args.memory)
+    return hooks.main(args.event, sys.stdin, sys.stdout, args.memory)
 
 
 def _mcp(args: argparse.Namespace) -> int:

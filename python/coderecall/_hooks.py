@@ -36,9 +36,10 @@ opened gives ``{}`` on stdout, a one-line reason on stderr, and exit status 0.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -264,6 +265,27 @@ def _text(data: Mapping[str, Any], key: str) -> str:
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0][:200] if text.strip() else ""
+
+
+DESCRIPTION = (
+    "Records a session event from Claude Code or Codex and answers the context to add (see "
+    "docs/hooks.md). Never fails the host: errors print {} and exit 0."
+)
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``coderecall hook``, in the full command line and in :func:`command`."""
+    parser.add_argument("event", choices=HOOK_EVENTS)
+    parser.add_argument("--memory", metavar="PATH", help="the memory database")
+
+
+def command(argv: Sequence[str]) -> int:
+    """``coderecall hook ARGS`` parsed on its own: a host starts it on every prompt and tool
+    call, so it loads nothing of the command line but this (see ``_launch``)."""
+    parser = argparse.ArgumentParser(prog="coderecall hook", description=DESCRIPTION)
+    arguments(parser)
+    args = parser.parse_args(argv)
+    return main(args.event, sys.stdin, sys.stdout, args.memory)
 
 
 def main(event: str, stdin: IO[str], stdout: IO[str], memory: str | None = None) -> int:

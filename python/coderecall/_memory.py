@@ -64,7 +64,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from ._embedding import local_model_id
 from ._errors import QueryError
 from ._identity import project_identity
 from ._memdb import MemoryDatabase, memory_path
@@ -83,7 +82,6 @@ from ._memory_rank import (
     words,
 )
 from ._memory_vectors import Embedding, Vectors, assemble, embedding, embeddings, nearest
-from ._models import describe
 from ._native import Embedder
 from ._privacy import Filtered, Level, classify, filter_text
 from ._stopwords import content_query
@@ -1108,6 +1106,11 @@ def _model_key(embedder: Embedder, model_id: str | None) -> str:
         return model_id
     if embedder.path is None:
         raise QueryError("an embedding engine implemented in Python needs a model_id")
+    # Here, not at the top: they load configuration and providers, which a hook recording an
+    # event without a model never needs.
+    from ._embedding import local_model_id
+    from ._models import describe
+
     return local_model_id(describe(embedder.path), embedder.dims)
 
 

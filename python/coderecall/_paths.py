@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ._config import Config
 from ._errors import RootRefusedError
+
+if TYPE_CHECKING:
+    from ._config import Config
 
 __all__ = [
     "LOCAL_INDEX_DIR",
