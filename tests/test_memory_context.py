@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from coderecall import _memory_context as memory_context
 from coderecall._errors import QueryError
 from coderecall._memory import MemoryStore
 from coderecall._tokens import count_tokens
@@ -82,6 +83,28 @@ def test_the_block_stays_within_its_budget(store: MemoryStore, budget: int) -> N
     if budget <= 80:
         assert block.dropped > 0
         assert "bicycle parts" in block.text  # the brief goes first
+
+
+def test_a_block_that_surely_fits_is_built_without_the_tokenizer_as_with_it(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block whose utf-8 bytes fit the budget fits in tokens too (a token is at least a
+    byte): it is built without loading the tokenizer, and must be exactly what the budgeted
+    loop builds."""
+    budgets = (80, 200, 10_000)
+    fast = [store.context("webhooks tax refund", budget=budget) for budget in budgets]
+    assert len(fast[-1].text.encode()) <= 10_000
+    monkeypatch.setattr(memory_context, "surely_fits", lambda text, budget: False)
+    assert [store.context("webhooks tax refund", budget=budget) for budget in budgets] == fast
+    monkeypatch.undo()
+
+    def no_tokenizer() -> None:
+        raise AssertionError("the tokenizer was loaded")
+
+    monkeypatch.setattr(memory_context, "default_counter", no_tokenizer)
+    assert store.context("webhooks tax refund", budget=10_000).text == fast[-1].text
+    with pytest.raises(AssertionError, match="tokenizer"):
+        store.context("webhooks tax refund", budget=80)
 
 
 def test_a_long_record_is_cut_with_a_marker(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from coderecall import _sessions as sessions_module
 from coderecall._errors import QueryError, StoreError
 from coderecall._memory import MemoryStore
 from coderecall._memory_io import TableCounts, export_memory, import_memory
@@ -372,6 +373,31 @@ def test_the_snapshot_has_its_sections_in_order_within_every_budget(sessions: Se
     assert sessions.snapshot("s", budget=5) == ""
     with pytest.raises(QueryError):
         sessions.snapshot("s", budget=0)
+
+
+def test_a_snapshot_that_surely_fits_is_rendered_without_the_tokenizer_as_with_it(
+    sessions: Sessions, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot whose utf-8 bytes fit the budget fits in tokens too (a token is at least a
+    byte), so it is returned without loading the tokenizer, and must be exactly what the
+    budgeted fill gives."""
+    _busy_session(sessions)
+    budgets = (150, 1200, 10_000)
+    fast = [sessions.snapshot("s", budget=budget) for budget in budgets]
+    assert len(fast[-1].encode()) <= 10_000
+    _clear_snapshot_cache(db)
+    monkeypatch.setattr(sessions_module, "surely_fits", lambda text, budget: False)
+    assert [sessions.snapshot("s", budget=budget) for budget in budgets] == fast
+    monkeypatch.undo()
+
+    def no_tokenizer() -> None:
+        raise AssertionError("the tokenizer was loaded")
+
+    _clear_snapshot_cache(db)
+    monkeypatch.setattr(sessions_module, "default_counter", no_tokenizer)
+    assert sessions.snapshot("s", budget=10_000) == fast[-1]
+    with pytest.raises(AssertionError, match="tokenizer"):
+        sessions.snapshot("s", budget=150)
 
 
 def test_a_short_budget_keeps_decisions_and_errors_over_old_activity(sessions: Sessions) -> None:

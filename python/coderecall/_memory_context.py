@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ._errors import QueryError
-from ._tokens import default_counter
+from ._tokens import default_counter, surely_fits
 
 if TYPE_CHECKING:
     from ._memory import MemoryRecord, MemoryStore
@@ -54,7 +54,6 @@ class MemoryBlock:
 
     text: str
     """Empty when the store holds nothing for this project."""
-    tokens: int
     records: tuple[int, ...] = ()
     """Ids of the records shown, in the order shown."""
     dropped: int = 0
@@ -62,6 +61,12 @@ class MemoryBlock:
     query: str | None = None
     truncated: tuple[int, ...] = field(default=())
     """Ids of the records shown cut short."""
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of ``text``, counted when asked: a block that surely fits its budget is
+        built without loading the tokenizer (see ``_fit``)."""
+        return default_counter().count(self.text) if self.text else 0
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -97,11 +102,7 @@ def build_block(store: MemoryStore, query: str | None, budget: int) -> MemoryBlo
 def _fit(
     sections: Sequence[tuple[str, Sequence[MemoryRecord]]], budget: int, query: str | None
 ) -> MemoryBlock:
-    counter = default_counter()
     head, tail = "[MEMORY]", "[/MEMORY]"
-    chosen: dict[int, str] = {}
-    truncated: set[int] = set()
-    dropped = 0
 
     def render(lines: dict[int, str]) -> str:
         out = [head]
@@ -113,6 +114,17 @@ def _fit(
         out.append(tail)
         return "\n".join(out)
 
+    order = [r.id for _, records in sections for r in records]
+    whole = render({r.id: _line(r) for _, records in sections for r in records})
+    if not order:
+        return MemoryBlock("", query=query)
+    if surely_fits(whole, budget):
+        # Then so does every part of it: the loop below would take every record whole.
+        return MemoryBlock(whole, tuple(order), query=query)
+    counter = default_counter()
+    chosen: dict[int, str] = {}
+    truncated: set[int] = set()
+    dropped = 0
     for _, records in sections:  # priority = section order; newest first within one
         for record in reversed(records):
             line = _line(record)
@@ -134,16 +146,10 @@ def _fit(
             else:
                 dropped += 1
     if not chosen:
-        return MemoryBlock("", 0, dropped=dropped, query=query)
-    text = render(chosen)
-    order = [r.id for _, records in sections for r in records if r.id in chosen]
+        return MemoryBlock("", dropped=dropped, query=query)
+    shown = [i for i in order if i in chosen]
     return MemoryBlock(
-        text,
-        counter.count(text),
-        tuple(order),
-        dropped,
-        query,
-        tuple(i for i in order if i in truncated),
+        render(chosen), tuple(shown), dropped, query, tuple(i for i in shown if i in truncated)
     )
 
 

@@ -50,7 +50,7 @@ from ._errors import QueryError
 from ._memdb import MemoryDatabase
 from ._memory import MemoryStore, WriteResult
 from ._privacy import PRIVATE_MARKER, filter_text
-from ._tokens import default_counter
+from ._tokens import default_counter, surely_fits
 
 __all__ = [
     "EVENT_KINDS",
@@ -725,6 +725,14 @@ def _render(root: str, parts: _Parts, budget: int) -> str:
         if isinstance(path, str) and path.strip() and path not in seen_paths:
             seen_paths.add(path)
             files.append(_Item(f"- {_flat(path, _ITEM_CHARS)}", (event.id,)))
+    sections = [
+        (i, item) for i, items in enumerate((task, decisions, errors, files)) for item in items
+    ]
+    seen = {event_id for _, item in sections for event_id in item.event_ids}
+    recent = [_recent_item(e) for e in parts.recent if e.id not in seen or e.kind == "edit"]
+    whole = _assemble(header, [*sections, *((_RECENT, item) for item in recent)])
+    if surely_fits(whole, budget):
+        return whole  # and so does every part of it: the loop below would take it all
     counter = default_counter()
     # Items are taken in priority order; `taken` keeps that order so the least important
     # can be given back if the joined text counts more than its parts.

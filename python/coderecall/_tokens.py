@@ -38,7 +38,7 @@ from ._dirs import user_cache_dir
 if TYPE_CHECKING:
     from tiktoken import Encoding
 
-__all__ = ["ESTIMATE", "TokenCounter", "count_tokens", "default_counter"]
+__all__ = ["ESTIMATE", "TokenCounter", "count_tokens", "default_counter", "surely_fits"]
 
 ESTIMATE = "estimate"
 """Name of the counter that estimates ``ceil(utf-8 bytes / 3)`` instead of tokenizing."""
@@ -141,6 +141,14 @@ class TokenCounter:
         # Tokens are the text's utf-8 bytes; a cut may split a character, whose bytes go.
         chars = len(data.decode("utf-8", "ignore"))
         return _tokenizable(piece)[:chars]
+
+
+def surely_fits(text: str, budget: int) -> bool:
+    """Whether ``text`` is within ``budget`` tokens whatever the tokenizer: every token of a
+    byte-level BPE (any tiktoken encoding) covers at least one utf-8 byte, and the estimate
+    counts a third of them. A short text thus needs no tokenizer loaded, which a hook, a new
+    process each time, would otherwise pay for on every call."""
+    return _utf8_len(text) <= budget
 
 
 def count_tokens(text: str) -> int:
