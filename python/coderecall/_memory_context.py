@@ -114,11 +114,11 @@ def _fit(
         out.append(tail)
         return "\n".join(out)
 
-    order = [r.id for _, records in sections for r in records]
-    whole = render({r.id: _line(r) for _, records in sections for r in records})
-    if not order:
+    lines = {r.id: _line(r) for _, records in sections for r in records}
+    if not lines:
         return MemoryBlock("", query=query)
-    if surely_fits(whole, budget):
+    order = list(lines)  # section order
+    if surely_fits(whole := render(lines), budget):
         # Then so does every part of it: the loop below would take every record whole.
         return MemoryBlock(whole, tuple(order), query=query)
     counter = default_counter()
@@ -127,7 +127,7 @@ def _fit(
     dropped = 0
     for _, records in sections:  # priority = section order; newest first within one
         for record in reversed(records):
-            line = _line(record)
+            line = lines[record.id]
             trial = {**chosen, record.id: line}
             over = counter.count(render(trial)) - budget
             if over <= 0:

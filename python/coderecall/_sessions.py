@@ -728,9 +728,14 @@ def _render(root: str, parts: _Parts, budget: int) -> str:
     sections = [
         (i, item) for i, items in enumerate((task, decisions, errors, files)) for item in items
     ]
+    recent = [(e, _recent_item(e)) for e in parts.recent]
+
+    def unshown(shown: set[int]) -> list[_Item]:
+        """Recent activity less what the sections above show (edits always count)."""
+        return [item for e, item in recent if e.id not in shown or e.kind == "edit"]
+
     seen = {event_id for _, item in sections for event_id in item.event_ids}
-    recent = [_recent_item(e) for e in parts.recent if e.id not in seen or e.kind == "edit"]
-    whole = _assemble(header, [*sections, *((_RECENT, item) for item in recent)])
+    whole = _assemble(header, [*sections, *((_RECENT, item) for item in unshown(seen))])
     if surely_fits(whole, budget):
         return whole  # and so does every part of it: the loop below would take it all
     counter = default_counter()
@@ -775,8 +780,7 @@ def _render(root: str, parts: _Parts, budget: int) -> str:
 
     for index, items in enumerate((task, decisions, errors, files)):
         fill(index, items)
-    # Recent activity comes last and skips what the sections above already show.
-    fill(_RECENT, [_recent_item(e) for e in parts.recent if e.id not in shown or e.kind == "edit"])
+    fill(_RECENT, unshown(shown))  # recent activity comes last
 
     while True:
         text = _assemble(header, taken)
