@@ -208,6 +208,26 @@ def test_two_clones_share_memory_and_two_projects_do_not(
         assert third.records() == []
 
 
+def test_a_plain_name_is_an_identity_even_beside_a_folder_of_that_name(
+    make_repo: MakeRepo, tmp_path: Path, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo({"README.md": "shop\n"}, name="shop")
+    subprocess.run(
+        ["git", "-C", str(repo), "remote", "add", "origin", "https://github.com/acme/shop.git"],
+        check=True,
+    )
+    monkeypatch.chdir(repo.parent)
+    assert (repo.parent / "shop").is_dir()
+    with MemoryStore("shop", path=db) as named:
+        assert named.project == "shop"
+    for written in ("./shop", str(repo), repo):
+        with MemoryStore(written, path=db) as rooted:
+            assert rooted.project == "github.com/acme/shop"
+    monkeypatch.setenv("HOME", str(repo.parent))
+    with MemoryStore("~/shop", path=db) as home:
+        assert home.project == "github.com/acme/shop"
+
+
 def test_export_then_import_round_trips_exactly(store: MemoryStore, tmp_path: Path) -> None:
     old = store.add("Use feature flags for risky changes.", "decision", tags=["process"])
     assert old.record is not None

@@ -69,6 +69,12 @@ def test_hybrid_search_finds_a_paraphrase_sharing_no_word(store: MemoryStore) ->
     assert both[0].id == wanted.id
     assert both[0].channels == ("lexical", "semantic")
 
+    # Filters hold in the semantic channel too: the paraphrase is a decision, not one of these.
+    assert all(
+        h.type == "architecture" and h.id != wanted.id
+        for h in store.search("how do we store user credentials securely", type="architecture")
+    )
+
 
 class _Table:
     """An engine whose vectors are chosen by hand: each text's from a table."""

@@ -133,3 +133,56 @@ def test_text_index_refuses_invalid_parameters(params: dict[str, float]) -> None
 
     with pytest.raises(ValueError, match="invalid BM25 parameters"):
         TextIndex(**params)
+
+
+@pytest.mark.parametrize(("rows", "dims"), [(0, 384), (1, 1), (413, 384), (17000, 256), (9, 33)])
+def test_dot_rows_matches_numpy(rows: int, dims: int) -> None:
+    import numpy as np
+
+    from coderecall._native import dot_rows
+
+    rng = np.random.default_rng(rows * 1000 + dims)
+    matrix = rng.standard_normal((rows, dims)).astype(np.float32)
+    query = rng.standard_normal(dims).astype(np.float32)
+    want = matrix.astype(np.float64) @ query.astype(np.float64)
+    got = dot_rows(matrix, query)
+    assert got.dtype == np.float32
+    assert got.shape == (rows,)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_dot_rows_reads_strided_arrays_and_refuses_a_wrong_length() -> None:
+    import numpy as np
+
+    from coderecall._native import dot_rows
+
+    rng = np.random.default_rng(7)
+    wide = rng.standard_normal((40, 64)).astype(np.float32)
+    query = rng.standard_normal(64).astype(np.float32)
+    every_other = wide[::2]  # rows not contiguous
+    transposed = np.asfortranarray(wide)
+    np.testing.assert_allclose(dot_rows(every_other, query), every_other @ query, rtol=1e-5)
+    np.testing.assert_allclose(dot_rows(transposed, query), wide @ query, rtol=1e-5)
+    np.testing.assert_allclose(dot_rows(wide, np.repeat(query, 2)[::2]), wide @ query, rtol=1e-5)
+    with pytest.raises(ValueError, match="a query of 63 values for rows of 64"):
+        dot_rows(wide, query[:63])
+
+
+def test_text_index_filters_alike_by_a_set_and_a_key_set() -> None:
+    from coderecall._native import KeySet, TextIndex
+
+    index = TextIndex()
+    for key in range(1, 41):
+        index.insert(key, f"kiln firing note {key}" + " glaze" * (key % 3))
+    allowed = {k for k in range(1, 41) if k % 4 != 0}
+    keys = KeySet(allowed)
+    assert len(keys) == len(allowed)
+    assert 5 in keys
+    assert 8 not in keys
+    assert "5" not in keys
+    by_set = index.search("kiln glaze", 10, allowed)
+    assert by_set == index.search("kiln glaze", 10, keys)
+    assert all(key in allowed for key, _ in by_set)
+    assert index.search("kiln glaze", 10, KeySet({}.keys())) == []
+    with pytest.raises(TypeError):
+        KeySet(["a"])

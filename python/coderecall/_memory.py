@@ -58,8 +58,8 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -81,8 +81,16 @@ from ._memory_rank import (
     with_context,
     words,
 )
-from ._memory_vectors import Embedding, Vectors, assemble, embedding, embeddings, nearest
-from ._native import Embedder
+from ._memory_vectors import (
+    Embedding,
+    Vectors,
+    assemble,
+    embedding,
+    embeddings,
+    nearest,
+    rows_kept,
+)
+from ._native import Embedder, KeySet
 from ._privacy import Filtered, Level, classify, filter_text
 from ._stopwords import content_query
 from ._timephrase import asks_when, resolve
@@ -257,8 +265,11 @@ class MemoryStore:
     """The memory of one project (and of the user), in the user's memory database.
 
     ``project`` is a project root (its identity is derived from its git remote or path) or
-    an identity string; ``None`` keeps only ``user``-scope records reachable. Safe to share
-    between threads; any number of processes may open the same database.
+    an identity string; ``None`` keeps only ``user``-scope records reachable. A root is a
+    ``Path`` (or other path object) or a string written as a path (absolute, or starting
+    with ``.`` or ``~``) naming a folder; any other string is an identity as it is, even if
+    a folder of that name happens to be in the working directory. Safe to share between
+    threads; any number of processes may open the same database.
     """
 
     def __init__(
@@ -276,10 +287,11 @@ class MemoryStore:
             raise QueryError("dedup thresholds must be in (0, 1]")
         if max_session_summaries < 1:
             raise QueryError("max_session_summaries must be at least 1")
-        if isinstance(project, (str, os.PathLike)) and Path(project).is_dir():
-            self._project = project_identity(Path(project)).key
+        root = _as_root(project)
+        if root is not None:
+            self._project = project_identity(root).key
         else:
-            self._project = str(project) if project is not None else ""
+            self._project = os.fspath(project) if project is not None else ""
         self._db = MemoryDatabase(path)
         self._embedder = embedder
         self._model = _model_key(embedder, model_id) if embedder is not None else None
@@ -292,7 +304,8 @@ class MemoryStore:
         self._rebuild_lock = threading.Lock()
         self._index: tuple[str, Lexicon] | None = None
         self._vectors: Vectors | None = None
-        self._filtered: tuple[tuple[object, ...], dict[int, float]] | None = None
+        self._filtered: tuple[tuple[object, ...], _Candidates] | None = None
+        self._newest: tuple[str, float | None] | None = None
 
     @property
     def path(self) -> Path:
@@ -609,21 +622,21 @@ class MemoryStore:
             start = max(filter(None, (window[0], start)), default=None)
             end = min(filter(None, (window[1], end)), default=None)
         candidates = self._filtered_ids(type, scope, tuple(tags), start, end, include_private)
-        if not candidates:
+        if not candidates.times:
             return []
         if not text:
-            newest = sorted(candidates.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
+            newest = sorted(candidates.times.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
             return self._hits([(i, 0.0, ()) for i, _ in newest])
-        allowed = set(candidates)
+        allowed = candidates.ids
         depth = max(limit, DEPTH)
         lexicon = self._text_index()
         # Function words go: they match every question asked in a conversation.
-        lexical, matched = lexicon.search(content_query(text), depth, allowed)
+        lexical, matched = lexicon.search(content_query(text), depth, candidates.keys)
         channels = {"lexical": lexical}
         # Hits are labelled by the channels that matched them; "context" if only the
         # records around them did.
         brought = {"lexical": matched}
-        semantic = self._nearest(text, depth, allowed)
+        semantic = self._nearest(text, depth, candidates)
         if semantic is not None:
             channels["semantic"] = semantic
             brought["semantic"] = {key for key, _ in semantic}
@@ -644,7 +657,7 @@ class MemoryStore:
         if window != (None, None):
             low = window[0].timestamp() if window[0] is not None else float("-inf")
             high = window[1].timestamp() if window[1] is not None else float("inf")
-            ranked = prefer(ranked, {i for i, at in candidates.items() if low <= at < high})
+            ranked = prefer(ranked, {i for i, at in candidates.times.items() if low <= at < high})
         return self._hits(
             [
                 (key, score, tuple(n for n, keys in brought.items() if key in keys) or ("context",))
@@ -701,6 +714,12 @@ class MemoryStore:
 
     def _anchor(self) -> datetime:
         """ "Today" for time phrases: the newest record of this project, else now."""
+        generation = self._db.generation()
+        with self._lock:
+            if self._newest is not None and self._newest[0] == generation:
+                newest = self._newest[1]
+                return _when(newest) or datetime.now(timezone.utc)
+        # A scan of the project's records: once per generation, not once per search.
         rows = (
             self._conn()
             .execute(
@@ -710,6 +729,8 @@ class MemoryStore:
             .fetchall()
         )
         newest = rows[0][0] if rows else None
+        with self._lock:
+            self._newest = (generation, newest)
         return _when(newest) or datetime.now(timezone.utc)
 
     def _filtered_ids(
@@ -720,9 +741,9 @@ class MemoryStore:
         start: datetime | None,
         end: datetime | None,
         include_private: bool,
-    ) -> Mapping[int, float]:
-        """Ids (with creation times) of the current records the filters keep (shared: not
-        to be changed)."""
+    ) -> _Candidates:
+        """The current records the filters keep (shared by the searches of this generation
+        with these filters: not to be changed)."""
         where, params = self._where(type, scope, include_private, include_history=False)
         sql = [f"SELECT id, created_at, tags FROM records WHERE {where}"]
         if start is not None:
@@ -737,12 +758,13 @@ class MemoryStore:
                 return self._filtered[1]
         wanted = set(tags)
         rows = self._conn().execute(key[1], params).fetchall()
-        found = {
+        times = {
             row["id"]: row["created_at"]
             for row in rows
             # Decoding every record's tags costs more than the rest of a search.
             if not wanted or wanted <= set(json.loads(row["tags"]))
         }
+        found = _Candidates(times, frozenset(times), KeySet(times))
         with self._lock:  # a repeated search with the same filters reuses it
             self._filtered = (key, found)
         return found
@@ -802,20 +824,32 @@ class MemoryStore:
             return lexicon
 
     def _hits(self, found: Sequence[tuple[int, float, tuple[str, ...]]]) -> list[MemoryHit]:
-        records = {r.id: r for r in self.get(i for i, _, _ in found)}
+        if not found:
+            return []
+        # Only what a hit shows: whole records (events, history) cost more than the ranking.
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT id, type, scope, text, tags, created_at FROM records"
+                f" WHERE id IN ({','.join('?' * len(found))}) AND (project = ? OR scope = 'user')",
+                [*(i for i, _, _ in found), self._project],
+            )
+            .fetchall()
+        )
+        by_id = {row["id"]: row for row in rows}
         return [
             MemoryHit(
                 id=i,
-                type=records[i].type,
-                scope=records[i].scope,
-                snippet=snippet(records[i].text),
-                tags=records[i].tags,
-                created_at=records[i].created_at,
+                type=row["type"],
+                scope=row["scope"],
+                snippet=snippet(row["text"]),
+                tags=tuple(json.loads(row["tags"])),
+                created_at=datetime.fromtimestamp(row["created_at"], timezone.utc),
                 score=round(score, 4),
                 channels=channels,
             )
             for i, score, channels in found
-            if i in records
+            if (row := by_id.get(i)) is not None
         ]
 
     # -- moving ------------------------------------------------------------------------
@@ -919,14 +953,24 @@ class MemoryStore:
                 (self._model, record.id, embedding.vector.tobytes(), embedding.parts.tobytes()),
             )
 
-    def _nearest(self, text: str, limit: int, allowed: set[int]) -> list[tuple[int, float]] | None:
-        """The ``allowed`` records nearest ``text`` by cosine, or ``None`` without a model."""
+    def _nearest(
+        self, text: str, limit: int, candidates: _Candidates
+    ) -> list[tuple[int, float]] | None:
+        """The ``candidates`` nearest ``text`` by cosine, or ``None`` without a model."""
         if self._embedder is None or self._model is None:
             return None
         stored = self._vector_matrix(self._embedder, self._model)
         if not len(stored.ids):
             return []
-        return nearest(stored, self._embedder.embed([text])[0], allowed, limit)
+        with self._lock:
+            known = stored.generation in candidates.rows
+            kept = candidates.rows.get(stored.generation)
+        if not known:  # once per generation of vectors and filters
+            kept = rows_kept(stored, candidates.ids)
+            with self._lock:
+                candidates.rows.clear()
+                candidates.rows[stored.generation] = kept
+        return nearest(stored, self._embedder.embed([text])[0], kept, limit)
 
     def _vector_matrix(self, embedder: Embedder, model: str) -> Vectors:
         """This project's current public records and their vectors (see
@@ -1076,6 +1120,19 @@ class MemoryStore:
         return self._db.write()
 
 
+@dataclass(frozen=True)
+class _Candidates:
+    """The current records a search's filters keep, shared by the searches of one
+    generation with those filters: their creation times, their ids as a set and as the text
+    indexes' filter (built once: converting a set on every call cost more than the search),
+    and the vector rows they keep, by generation of the vectors."""
+
+    times: dict[int, float]
+    ids: frozenset[int]
+    keys: KeySet
+    rows: dict[str, npt.NDArray[np.bool_] | None] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True)
 class _Pending:
     """A record that passed the privacy filter and was embedded, waiting for the write lock."""
@@ -1163,6 +1220,18 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def _merge(first: Iterable[str], second: Iterable[str]) -> list[str]:
     return list(dict.fromkeys([*first, *second]))
+
+
+def _as_root(project: str | os.PathLike[str] | None) -> Path | None:
+    """The folder ``project`` names when it is given as a path (see :class:`MemoryStore`)."""
+    if project is None:
+        return None
+    if isinstance(project, str):
+        if not (os.path.isabs(project) or project.startswith((".", "~"))):
+            return None
+        project = os.path.expanduser(project)
+    root = Path(project)
+    return root if root.is_dir() else None
 
 
 def _when(value: float | None) -> datetime | None:

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ._native import TextIndex
+from ._native import KeySet, TextIndex
 from ._timephrase import tells_time
 
 __all__ = [
@@ -116,7 +116,7 @@ class Lexicon:
     none of its records' docs did, its neighbours and windows stand."""
 
     def search(
-        self, query: str, depth: int, allowed: set[int]
+        self, query: str, depth: int, allowed: KeySet
     ) -> tuple[list[tuple[int, float]], set[int]]:
         """BM25F of each record plus that of its window, best ``depth`` first, and the
         records whose own text matched."""
@@ -264,7 +264,7 @@ def blend(
 def with_context(
     ranked: Sequence[tuple[int, float]],
     neighbours: Mapping[int, tuple[tuple[int, float], ...]],
-    allowed: set[int],
+    allowed: Container[int],
     *,
     depth: int,
 ) -> list[tuple[int, float]]:

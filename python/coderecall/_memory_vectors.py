@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._memory_rank import label
+from ._native import centred_nearest, dot_rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,7 +23,17 @@ if TYPE_CHECKING:
 
     from ._native import Embedder
 
-__all__ = ["MAX_PARTS", "Embedding", "Vectors", "assemble", "embedding", "embeddings", "parts"]
+__all__ = [
+    "MAX_PARTS",
+    "Embedding",
+    "Vectors",
+    "assemble",
+    "embedding",
+    "embeddings",
+    "nearest",
+    "parts",
+    "rows_kept",
+]
 
 _EMBED_BATCH = 64
 _CENTRE = 0.5
@@ -126,16 +137,6 @@ def parts(text: str) -> list[str]:
     return [sentences[0], *(lead + s for s in sentences[1:])]
 
 
-def _dot(rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """Each row's dot product with ``query``, on this thread. A BLAS matrix product would
-    wake BLAS's threads, which keep spinning after it and take the cores from the embedding
-    engine's next query (on 2 cores: search p99 19 to 45-80 ms on LoCoMo)."""
-    import numpy as np
-
-    dots: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, query)
-    return dots
-
-
 def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """``vectors`` (one, or one per row) scaled to length 1; zero vectors stay zero."""
     import numpy as np
@@ -224,34 +225,51 @@ def assemble(
     )
 
 
-def nearest(
-    stored: Vectors, query: npt.NDArray[np.float32], allowed: set[int], limit: int
-) -> list[tuple[int, float]]:
-    """The ``allowed`` records of ``stored`` nearest the (raw) ``query`` vector, best
-    ``limit`` first, each scored by its own cosine plus its window's, all centred: the
-    cosine of ``v - shift`` and ``q - shift`` is ``(v . q' - shift . q') / |v - shift|``
-    with ``q'`` the unit centred query, so no centred row is ever stored."""
+def rows_kept(stored: Vectors, allowed: frozenset[int]) -> npt.NDArray[np.bool_] | None:
+    """Which rows of ``stored`` the ``allowed`` records are; ``None`` when all of them."""
     import numpy as np
 
-    ids = stored.ids
-    if not len(ids):
+    if stored.members.keys() <= allowed:
+        return None
+    return np.isin(stored.ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+
+
+def nearest(
+    stored: Vectors,
+    query: npt.NDArray[np.float32],
+    kept: npt.NDArray[np.bool_] | None,
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The records of ``stored`` nearest the (raw) ``query`` vector among the rows ``kept``
+    (all with ``None``; see :func:`rows_kept`), best ``limit`` first, each scored by its own
+    cosine plus its window's, all centred: the cosine of ``v - shift`` and ``q - shift`` is
+    ``(v . q' - shift . q') / |v - shift|`` with ``q'`` the unit centred query, so no centred
+    row is ever stored. A record of several sentences is as near as its text and its nearest
+    sentence (``_PART_WEIGHT``); a record alone in its window counts its own score as its
+    window's. Scored by the native core in one pass over the rows."""
+    import numpy as np
+
+    if not len(stored.ids):
         return []
-    centred = _unit(query - stored.shift)
-    offset = float(stored.shift @ centred)
-    keep = np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
-    own = (_dot(stored.matrix, centred) - offset) * stored.scale
-    if len(stored.starts):
-        # A record of several sentences is as near as its text and its nearest sentence.
-        near = (_dot(stored.parts, centred) - offset) * stored.part_scale
-        best = np.maximum.reduceat(near, stored.starts)
-        own[stored.owners] = (1 - _PART_WEIGHT) * own[stored.owners] + _PART_WEIGHT * best
-    # A record's own cosine plus its window's, which for a record alone in its window is its
-    # own; scoring every row and then keeping the allowed ones copies no matrix.
-    window = (_dot(stored.windows, centred) - stored.counts * offset) * stored.window_scale
-    context = np.where(stored.alone, own, window)
-    ids, scores = ids[keep], (own + context)[keep]
-    top = np.argsort(-scores, kind="stable")[:limit]
-    return [(int(ids[k]), float(scores[k])) for k in top]
+    centred = _unit(np.asarray(query, dtype=np.float32) - stored.shift)
+    return centred_nearest(
+        stored.ids,
+        stored.matrix,
+        stored.scale,
+        stored.parts,
+        stored.part_scale,
+        stored.owners,
+        stored.starts,
+        stored.windows,
+        stored.counts,
+        stored.window_scale,
+        stored.alone,
+        centred,
+        float(stored.shift @ centred),
+        _PART_WEIGHT,
+        kept,
+        limit,
+    )
 
 
 def _inverse_length(
@@ -265,7 +283,10 @@ def _inverse_length(
 
     # f32 sums suffice: lengths near 1, and the shift is far shorter than a row.
     squares = np.einsum("ij,ij->i", rows, rows).astype(np.float64)
-    across = _dot(rows, shift).astype(np.float64)
+    # The native kernel rather than a BLAS product, which would wake BLAS's threads: they
+    # keep spinning after it and take the cores from the embedding engine's next query (on
+    # 2 cores: search p99 19 to 45-80 ms on LoCoMo).
+    across = dot_rows(rows, shift).astype(np.float64)
     length = squares - 2 * counts * across + np.square(counts) * float(shift @ shift)
     safe = np.where(length > 1e-12, length, 1.0)
     return np.where(length > 1e-12, 1 / np.sqrt(safe), 0.0).astype(np.float32)

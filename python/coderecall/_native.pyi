@@ -4,7 +4,7 @@ The binding is deliberately coarse: one call indexes a whole batch of files with
 released; searches return plain dicts that the Python facade turns into frozen dataclasses.
 """
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Final, Literal, Protocol, TypedDict, final
@@ -20,13 +20,16 @@ __all__ = [
     "Embedder",
     "Error",
     "IndexCorruptError",
+    "KeySet",
     "ModelError",
     "NativeIndex",
     "StoreError",
     "TextIndex",
     "__version__",
+    "centred_nearest",
     "detect_language",
     "distill",
+    "dot_rows",
     "extract_symbols",
     "languages",
     "learn",
@@ -108,6 +111,34 @@ def distill(
     """Builds a static model in ``dst`` from the transformer in ``src``; ``progress(done,
     total)`` is called as tokens are embedded; ``frequencies[id]`` counts token ``id`` in a
     representative corpus (else Zipf over the ids). Returns what was built."""
+
+def centred_nearest(
+    ids: npt.NDArray[np.int64],
+    matrix: npt.NDArray[np.float32],
+    scale: npt.NDArray[np.float32],
+    parts: npt.NDArray[np.float32],
+    part_scale: npt.NDArray[np.float32],
+    owners: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    windows: npt.NDArray[np.float32],
+    counts: npt.NDArray[np.float32],
+    window_scale: npt.NDArray[np.float32],
+    alone: npt.NDArray[np.bool_],
+    query: npt.NDArray[np.float32],
+    offset: float,
+    part_weight: float,
+    keep: npt.NDArray[np.bool_] | None,
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The ``limit`` records nearest a centred query, ``(id, score)`` best first, among the
+    rows ``keep`` allows (all without it); the rows are ``_memory_vectors.Vectors``'s. Every
+    array C-contiguous (else ``ValueError``); the GIL is released."""
+
+def dot_rows(
+    rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """Each row's dot product with ``query`` (float32; the GIL is released). Raises
+    ``ValueError`` when ``query`` is not as long as a row."""
 
 class LearnReport(TypedDict):
     texts: int
@@ -269,10 +300,19 @@ class TextIndex:
     def remove(self, key: int) -> bool: ...
     def __len__(self) -> int: ...
     def search(
-        self, query: str, limit: int, allowed: set[int] | None = None
+        self, query: str, limit: int, allowed: KeySet | set[int] | frozenset[int] | None = None
     ) -> list[tuple[int, float]]:
         """The best ``limit`` keys as ``(key, score)``, score descending; with ``allowed``,
-        only those keys compete (statistics stay those of the whole index)."""
+        only those keys compete (statistics stay those of the whole index). A Python set is
+        converted on every call; a :class:`KeySet` is built once."""
+
+@final
+class KeySet:
+    """An immutable set of integer keys, built once for many ``TextIndex.search`` calls."""
+
+    def __new__(cls, keys: Iterable[int]) -> Self: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, key: object, /) -> bool: ...
 
 @final
 class NativeIndex:

@@ -7,11 +7,14 @@
 //! - [`bm25`]: the BM25F inverted index.
 //! - [`store`]: the SQLite source of truth (file versions, chunks, symbols, views).
 //! - [`engine`]: indexing and search over a store, including the ranking layer.
+//! - [`dot`], [`centred`]: exact vector search (memory's records).
 //! - `embed` (feature `embed`): local embedding engines.
 
 pub mod analyzer;
 pub mod bm25;
+pub mod centred;
 pub mod chunk;
+pub mod dot;
 #[cfg(feature = "embed")]
 pub mod embed;
 pub mod engine;

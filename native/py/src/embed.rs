@@ -303,3 +303,104 @@ pub(crate) fn learn<'py>(
     out.set_item("path", dst)?;
     Ok(out)
 }
+
+/// Each row's dot product with `query` (`coderecall_core::dot`), with the GIL released: the
+/// exact vector search of memory. The arrays are read in place when C-contiguous.
+#[pyfunction]
+pub(crate) fn dot_rows<'py>(
+    py: Python<'py>,
+    rows: PyReadonlyArray2<'py, f32>,
+    query: PyReadonlyArray1<'py, f32>,
+) -> PyResult<Bound<'py, PyArray1<f32>>> {
+    let rows = rows.as_array();
+    let query = query.as_array();
+    let (count, dims) = rows.dim();
+    if query.len() != dims {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "a query of {} values for rows of {dims}",
+            query.len()
+        )));
+    }
+    let rows = rows.as_standard_layout();
+    let query = query.as_standard_layout();
+    let (Some(rows), Some(query)) = (rows.as_slice(), query.as_slice()) else {
+        unreachable!("standard layout is contiguous");
+    };
+    let mut out = vec![0.0f32; count];
+    py.detach(|| coderecall_core::dot::dot_rows(rows, dims, query, &mut out));
+    Ok(PyArray1::from_vec(py, out))
+}
+
+/// A C-contiguous array's values, or a `ValueError` naming it.
+fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
+    array: &'a numpy::PyReadonlyArray<'_, T, D>,
+    name: &str,
+) -> PyResult<&'a [T]> {
+    array.as_slice().map_err(|_| {
+        pyo3::exceptions::PyValueError::new_err(format!("{name} must be C-contiguous"))
+    })
+}
+
+/// The `limit` records nearest a centred query, as `(id, score)` best first
+/// (`coderecall_core::centred`; the rows and their meaning are `coderecall._memory_vectors`'s
+/// `Vectors`), among the rows `keep` allows (all without it). The GIL is released.
+#[pyfunction]
+#[pyo3(signature = (
+    ids, matrix, scale, parts, part_scale, owners, starts, windows, counts, window_scale,
+    alone, query, offset, part_weight, keep, limit
+))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn centred_nearest(
+    py: Python<'_>,
+    ids: PyReadonlyArray1<'_, i64>,
+    matrix: PyReadonlyArray2<'_, f32>,
+    scale: PyReadonlyArray1<'_, f32>,
+    parts: PyReadonlyArray2<'_, f32>,
+    part_scale: PyReadonlyArray1<'_, f32>,
+    owners: PyReadonlyArray1<'_, i64>,
+    starts: PyReadonlyArray1<'_, i64>,
+    windows: PyReadonlyArray2<'_, f32>,
+    counts: PyReadonlyArray1<'_, f32>,
+    window_scale: PyReadonlyArray1<'_, f32>,
+    alone: PyReadonlyArray1<'_, bool>,
+    query: PyReadonlyArray1<'_, f32>,
+    offset: f32,
+    part_weight: f32,
+    keep: Option<PyReadonlyArray1<'_, bool>>,
+    limit: usize,
+) -> PyResult<Vec<(i64, f32)>> {
+    use coderecall_core::centred::{CentredQuery, CentredRows, best};
+
+    let ids = contiguous(&ids, "ids")?;
+    let keep = keep.as_ref().map(|k| contiguous(k, "keep")).transpose()?;
+    if ids.len() != scale.as_array().len() || keep.is_some_and(|k| k.len() != ids.len()) {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "ids, keep and the rows differ in length",
+        ));
+    }
+    let rows = CentredRows {
+        dims: matrix.as_array().ncols(),
+        matrix: contiguous(&matrix, "matrix")?,
+        scale: contiguous(&scale, "scale")?,
+        parts: contiguous(&parts, "parts")?,
+        part_scale: contiguous(&part_scale, "part_scale")?,
+        owners: contiguous(&owners, "owners")?,
+        starts: contiguous(&starts, "starts")?,
+        windows: contiguous(&windows, "windows")?,
+        counts: contiguous(&counts, "counts")?,
+        window_scale: contiguous(&window_scale, "window_scale")?,
+        alone: contiguous(&alone, "alone")?,
+    };
+    let query = CentredQuery {
+        vector: contiguous(&query, "query")?,
+        offset,
+        part_weight,
+    };
+    let found = py
+        .detach(|| rows.scores(&query).map(|scores| best(&scores, keep, limit)))
+        .map_err(to_py)?;
+    Ok(found
+        .into_iter()
+        .map(|(row, score)| (ids[row], score))
+        .collect())
+}

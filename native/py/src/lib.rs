@@ -542,11 +542,11 @@ fn extract_symbols(
 #[pymodule(gil_used = false)]
 mod _native {
     #[pymodule_export]
-    use super::embed::{Embedder, distill, learn};
+    use super::embed::{Embedder, centred_nearest, distill, dot_rows, learn};
     #[pymodule_export]
     use super::graph::CallGraph;
     #[pymodule_export]
-    use super::text::TextIndex;
+    use super::text::{KeySet, TextIndex};
     #[pymodule_export]
     use super::{NativeIndex, detect_language, extract_symbols, languages};
 
