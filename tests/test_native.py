@@ -185,4 +185,4 @@ def test_text_index_filters_alike_by_a_set_and_a_key_set() -> None:
     assert all(key in allowed for key, _ in by_set)
     assert index.search("kiln glaze", 10, KeySet({}.keys())) == []
     with pytest.raises(TypeError):
-        KeySet(["a"])
+        KeySet(["a"])  # type: ignore[list-item]
