@@ -140,6 +140,8 @@ _TYPE_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
 _DEDUP_WINDOW = 500
 """Most recently updated records of a kind a new one is compared with: this bounds the cost
 of a write."""
+_WORDS_KEPT = 20 * _DEDUP_WINDOW
+"""How many records' word sets a store keeps for dedup before it starts afresh."""
 DEDUP_DEFAULTS = {"cosine": (0.9, 0.75), "words": (0.8, 0.5)}
 """(general, structural) dedup thresholds per similarity measure: the cosine of the two
 records' vectors when the store has an embedding model, else the Jaccard overlap of their
@@ -306,6 +308,7 @@ class MemoryStore:
         self._vectors: Vectors | None = None
         self._filtered: tuple[tuple[object, ...], _Candidates] | None = None
         self._newest: tuple[str, float | None] | None = None
+        self._words: dict[int, tuple[str, frozenset[str]]] = {}
 
     @property
     def path(self) -> Path:
@@ -897,10 +900,11 @@ class MemoryStore:
         after ``since`` when given), and the newest update time looked at. Similarity is the
         cosine of the two vectors when both have one, else the overlap of their words."""
         structural = kind in STRUCTURAL_TYPES
-        best: tuple[float, MemoryRecord] | None = None
+        best: tuple[float, int] | None = None
         newest = since or 0.0
+        # Only what is scored: building every record of the window cost more than the scan.
         rows = conn.execute(
-            "SELECT r.*, v.vector FROM records r LEFT JOIN vectors v"
+            "SELECT r.id, r.text, r.updated_at, v.vector FROM records r LEFT JOIN vectors v"
             " ON v.record_id = r.id AND v.model = ?"
             " WHERE r.project = ? AND r.scope = ? AND r.type = ?"
             " AND r.superseded_by IS NULL AND r.forgotten_at IS NULL AND r.updated_at > ?"
@@ -915,7 +919,6 @@ class MemoryStore:
             ),
         ).fetchall()
         for row in rows:
-            other = _record(row)
             newest = max(newest, row["updated_at"])
             if probe.vector is not None and row["vector"] is not None:
                 import numpy as np
@@ -924,11 +927,26 @@ class MemoryStore:
                 score = float(np.frombuffer(row["vector"], dtype=np.float32) @ probe.vector)
             else:
                 measure = "words"
-                score = _jaccard(probe.words, words(other.text))
+                score = _jaccard(probe.words, self._words_of(row["id"], row["text"]))
             threshold = self._thresholds[measure][1 if structural else 0]
             if score >= threshold and (best is None or score > best[0]):
-                best = (score, other)
-        return (best[1] if best is not None else None), newest
+                best = (score, row["id"])
+        if best is None:
+            return None, newest
+        found = conn.execute("SELECT * FROM records WHERE id = ?", (best[1],)).fetchall()
+        return (_record(found[0]) if found else None), newest
+
+    def _words_of(self, record_id: int, text: str) -> frozenset[str]:
+        """The words of a record's text, kept while its text is the same: every write
+        compares itself with up to ``_DEDUP_WINDOW`` records of its type."""
+        known = self._words.get(record_id)
+        if known is not None and known[0] == text:
+            return known[1]
+        if len(self._words) >= _WORDS_KEPT:
+            self._words.clear()
+        found = words(text)
+        self._words[record_id] = (text, found)
+        return found
 
     # -- vectors -----------------------------------------------------------------------
 
@@ -1215,7 +1233,8 @@ def snippet(text: str, width: int = 160) -> str:
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)
 
 
 def _merge(first: Iterable[str], second: Iterable[str]) -> list[str]:
