@@ -719,22 +719,20 @@ class MemoryStore:
         """ "Today" for time phrases: the newest record of this project, else now."""
         generation = self._db.generation()
         with self._lock:
-            if self._newest is not None and self._newest[0] == generation:
-                newest = self._newest[1]
-                return _when(newest) or datetime.now(timezone.utc)
-        # A scan of the project's records: once per generation, not once per search.
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT max(created_at) FROM records WHERE project = ? OR scope = 'user'",
-                (self._project,),
+            known = self._newest if self._newest and self._newest[0] == generation else None
+        if known is None:  # a scan of the project's records: once per generation
+            rows = (
+                self._conn()
+                .execute(
+                    "SELECT max(created_at) FROM records WHERE project = ? OR scope = 'user'",
+                    (self._project,),
+                )
+                .fetchall()
             )
-            .fetchall()
-        )
-        newest = rows[0][0] if rows else None
-        with self._lock:
-            self._newest = (generation, newest)
-        return _when(newest) or datetime.now(timezone.utc)
+            known = (generation, rows[0][0] if rows else None)
+            with self._lock:
+                self._newest = known
+        return _when(known[1]) or datetime.now(timezone.utc)
 
     def _filtered_ids(
         self,
