@@ -186,3 +186,57 @@ def test_text_index_filters_alike_by_a_set_and_a_key_set() -> None:
     assert index.search("kiln glaze", 10, KeySet({}.keys())) == []
     with pytest.raises(TypeError):
         KeySet(["a"])  # type: ignore[list-item]
+
+
+def test_centred_nearest_refuses_arrays_that_do_not_fit() -> None:
+    import numpy as np
+
+    from coderecall._native import centred_nearest
+
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((6, 8)).astype(np.float32)
+    ones = np.ones(6, np.float32)
+    none = np.empty(0, np.int64)
+    query = rng.standard_normal(8).astype(np.float32)
+    alone = np.ones(6, np.bool_)
+
+    def call(**change: object) -> list[tuple[int, float]]:
+        args: dict[str, object] = {
+            "ids": np.arange(10, 16, dtype=np.int64),
+            "matrix": rows,
+            "scale": ones,
+            "parts": np.empty((0, 8), np.float32),
+            "part_scale": np.empty(0, np.float32),
+            "owners": none,
+            "starts": none,
+            "windows": rows,
+            "counts": ones,
+            "window_scale": ones,
+            "alone": alone,
+            "query": query,
+            "offset": 0.0,
+            "part_weight": 0.85,
+            "keep": None,
+            "limit": 3,
+        }
+        args.update(change)
+        return centred_nearest(**args)  # type: ignore[arg-type]
+
+    # Alone in their windows, records score twice their own dot product.
+    dots = rows @ query
+    assert [i for i, _ in call()] == [10 + int(k) for k in np.argsort(-dots)[:3]]
+    assert call()[0][1] == pytest.approx(2 * float(dots.max()), rel=1e-5)
+    keep = np.zeros(6, np.bool_)
+    keep[[1, 4]] = True
+    assert {i for i, _ in call(keep=keep)} == {11, 14}
+    with pytest.raises(ValueError, match="must be C-contiguous"):
+        call(matrix=np.asfortranarray(rows))
+    with pytest.raises(ValueError, match="query: 7 values where 8 were expected"):
+        call(query=query[:7])
+    with pytest.raises(ValueError, match="out of order or range"):
+        call(
+            parts=rows[:2].copy(),
+            part_scale=ones[:2].copy(),
+            owners=np.array([9], np.int64),
+            starts=np.array([0], np.int64),
+        )

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use coderecall_core::embed::{
     DEFAULT_MAX_TOKENS, DistillOptions, LearnOptions, StaticEmbedder, TransformerEmbedder,
 };
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{
+    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -336,9 +338,13 @@ fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
     array: &'a numpy::PyReadonlyArray<'_, T, D>,
     name: &str,
 ) -> PyResult<&'a [T]> {
-    array.as_slice().map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err(format!("{name} must be C-contiguous"))
-    })
+    // `as_slice` also takes Fortran order, which would read a matrix transposed.
+    let refused =
+        || pyo3::exceptions::PyValueError::new_err(format!("{name} must be C-contiguous"));
+    if !array.is_c_contiguous() {
+        return Err(refused());
+    }
+    array.as_slice().map_err(|_| refused())
 }
 
 /// The `limit` records nearest a centred query, as `(id, score)` best first
