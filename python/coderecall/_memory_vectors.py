@@ -182,28 +182,35 @@ def assemble(
         changed.update(np.setdiff1d(previous.ids, keys).tolist())
     before = previous.members if previous is not None else {}
     members: dict[int, tuple[int, ...]] = {}
-    row_of: dict[int, int] | None = None
+    stands = np.zeros(n, dtype=np.bool_)
+    summed: list[int] = []
+    flags = kept.tolist()
     for row, key in enumerate(ids):
         group = window_members.get(key, (key,))
         members[key] = group
-        if kept[row] and before.get(key) == group and changed.isdisjoint(group):
-            windows[row] = previous.windows[at[row]]  # type: ignore[union-attr]
-            counts[row] = previous.counts[at[row]]  # type: ignore[union-attr]
-            continue
-        if row_of is None:
-            row_of = {k: r for r, k in enumerate(ids)}
-        rows = [row_of[m] for m in group if m in row_of]
-        windows[row] = matrix[rows].sum(axis=0) if rows else 0.0
-        counts[row] = len(rows)
+        if flags[row] and before.get(key) == group and changed.isdisjoint(group):
+            stands[row] = True
+        else:
+            summed.append(row)
+    if previous is not None:  # one gather, not a copy per row
+        windows[stands] = previous.windows[at[stands]]
+        counts[stands] = previous.counts[at[stands]]
+    if summed:
+        row_of = {k: r for r, k in enumerate(ids)}
+        for row in summed:
+            rows = [row_of[m] for m in members[ids[row]] if m in row_of]
+            windows[row] = matrix[rows].sum(axis=0) if rows else 0.0
+            counts[row] = len(rows)
     shift = (_CENTRE * matrix.sum(axis=0, dtype=np.float64) / (n + _CENTRE_PRIOR)).astype(
         np.float32
     )
     sentences = [raw[key][2] for key in ids]
-    owners = np.fromiter((row for row, s in enumerate(sentences) if len(s)), dtype=np.int64)
-    sizes = [len(sentences[row]) for row in owners]
+    owner_rows = [row for row, s in enumerate(sentences) if len(s)]
+    owners = np.array(owner_rows, dtype=np.int64)
+    sizes = [len(sentences[row]) for row in owner_rows]
     parts = (
-        np.concatenate([sentences[row] for row in owners])
-        if len(owners)
+        np.concatenate([sentences[row] for row in owner_rows])
+        if owner_rows
         else np.empty((0, dims), np.float32)
     )
     return Vectors(
