@@ -630,7 +630,7 @@ class MemoryStore:
         if not text:
             newest = sorted(candidates.times.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
             return self._hits([(i, 0.0, ()) for i, _ in newest])
-        allowed = candidates.ids
+        allowed = candidates.times.keys()
         depth = max(limit, DEPTH)
         lexicon = self._text_index()
         # Function words go: they match every question asked in a conversation.
@@ -765,7 +765,7 @@ class MemoryStore:
             # Decoding every record's tags costs more than the rest of a search.
             if not wanted or wanted <= set(json.loads(row["tags"]))
         }
-        found = _Candidates(times, frozenset(times), KeySet(times))
+        found = _Candidates(times, KeySet(times))
         with self._lock:  # a repeated search with the same filters reuses it
             self._filtered = (key, found)
         return found
@@ -931,8 +931,7 @@ class MemoryStore:
                 best = (score, row["id"])
         if best is None:
             return None, newest
-        found = conn.execute("SELECT * FROM records WHERE id = ?", (best[1],)).fetchall()
-        return (_record(found[0]) if found else None), newest
+        return _read_one(conn, best[1]), newest
 
     def _words_of(self, record_id: int, text: str) -> frozenset[str]:
         """The words of a record's text, kept while its text is the same: every write
@@ -979,13 +978,13 @@ class MemoryStore:
         if not len(stored.ids):
             return []
         with self._lock:
-            known = stored.generation in candidates.rows
-            kept = candidates.rows.get(stored.generation)
+            known = stored.generation in candidates.kept
+            kept = candidates.kept.get(stored.generation)
         if not known:  # once per generation of vectors and filters
-            kept = rows_kept(stored, candidates.ids)
+            kept = rows_kept(stored, candidates.times.keys())
             with self._lock:
-                candidates.rows.clear()
-                candidates.rows[stored.generation] = kept
+                candidates.kept.clear()
+                candidates.kept[stored.generation] = kept
         return nearest(stored, self._embedder.embed([text])[0], kept, limit)
 
     def _vector_matrix(self, embedder: Embedder, model: str) -> Vectors:
@@ -1139,14 +1138,13 @@ class MemoryStore:
 @dataclass(frozen=True)
 class _Candidates:
     """The current records a search's filters keep, shared by the searches of one
-    generation with those filters: their creation times, their ids as a set and as the text
+    generation with those filters: their creation times (by id), their ids as the text
     indexes' filter (built once: converting a set on every call cost more than the search),
     and the vector rows they keep, by generation of the vectors."""
 
     times: dict[int, float]
-    ids: frozenset[int]
     keys: KeySet
-    rows: dict[str, npt.NDArray[np.bool_] | None] = field(default_factory=dict)
+    kept: dict[str, npt.NDArray[np.bool_] | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1280,7 +1278,7 @@ def _record(row: sqlite3.Row) -> MemoryRecord:
 
 def _read_one(conn: sqlite3.Connection, record_id: int) -> MemoryRecord:
     rows = conn.execute("SELECT * FROM records WHERE id = ?", (record_id,)).fetchall()
-    assert rows  # just written in this transaction
+    assert rows  # written or just seen: records are never deleted (forgetting keeps a row)
     return _record(rows[0])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -232,7 +233,7 @@ def assemble(
     )
 
 
-def rows_kept(stored: Vectors, allowed: frozenset[int]) -> npt.NDArray[np.bool_] | None:
+def rows_kept(stored: Vectors, allowed: AbstractSet[int]) -> npt.NDArray[np.bool_] | None:
     """Which rows of ``stored`` the ``allowed`` records are; ``None`` when all of them."""
     import numpy as np
 
