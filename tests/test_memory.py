@@ -228,6 +228,38 @@ def test_a_plain_name_is_an_identity_even_beside_a_folder_of_that_name(
         assert home.project == "github.com/acme/shop"
 
 
+def test_a_new_database_opens_while_another_connection_writes_to_it(tmp_path: Path) -> None:
+    # Switching a database to WAL while another connection holds its write lock fails at
+    # once, without the busy handler: first openers racing on a new database met it when one
+    # was half-way through its own switch (about one start in a hundred with 12 threads).
+    import sqlite3
+    import threading
+    import time
+
+    from coderecall._memdb import MemoryDatabase
+
+    path = tmp_path / "memory.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # the write lock, in rollback-journal mode
+    released = threading.Event()
+
+    def release() -> None:
+        time.sleep(0.3)
+        holder.execute("COMMIT")
+        released.set()
+
+    threading.Thread(target=release).start()
+    database = MemoryDatabase(path)
+    try:
+        mode = database.conn().execute("PRAGMA journal_mode").fetchall()[0][0]
+        assert released.is_set()
+        assert mode == "wal"
+    finally:
+        database.close()
+        released.wait()
+        holder.close()
+
+
 def test_export_then_import_round_trips_exactly(store: MemoryStore, tmp_path: Path) -> None:
     old = store.add("Use feature flags for risky changes.", "decision", tags=["process"])
     assert old.record is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -164,7 +165,7 @@ class MemoryDatabase:
             )
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA secure_delete = ON")  # a forgotten text is overwritten
@@ -193,3 +194,23 @@ class MemoryDatabase:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switches the database to WAL, which the file keeps. The switch fails at once, without
+    the busy handler, while another connection holds the write lock of a database still in
+    rollback mode: first openers of a new database met that when one was half-way through
+    its own switch (about one start in a hundred with 12 threads). They retry until the busy
+    timeout instead."""
+    deadline = time.monotonic() + _BUSY_MS / 1000
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL").fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            # The message, not sqlite_errorcode: that attribute came with Python 3.11.
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)

@@ -474,6 +474,27 @@ pub struct ViewCounts {
     pub languages: Vec<(String, u64)>,
 }
 
+/// Switches the database to WAL, which the file keeps. The switch fails at once, without the
+/// busy handler, while another connection holds the write lock of a database still in
+/// rollback mode: first openers of a new database met that when one was half-way through its
+/// own switch. They retry until the busy timeout instead.
+fn use_wal(conn: &Connection) -> Result<String> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() + pause < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
 pub struct Store {
     conn: Connection,
     path: PathBuf,
@@ -489,8 +510,7 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        let mode: String =
-            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+        let mode = use_wal(&conn)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::InvalidArgument(format!(
                 "{} cannot use write-ahead logging (journal mode {mode}); is it on a network file system?",
@@ -1713,6 +1733,25 @@ mod tests {
             removed,
             skipped: &[],
         }
+    }
+
+    #[test]
+    fn a_new_database_opens_while_another_connection_writes_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        let holder = Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap(); // in rollback-journal mode
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            holder.execute_batch("COMMIT").unwrap();
+        });
+        let store = Store::open(&path).unwrap();
+        release.join().unwrap();
+        let mode: String = store
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
     }
 
     #[test]
