@@ -56,6 +56,23 @@ def test_batches_sorted_by_length_give_the_same_vectors(transformer: Embedder) -
     assert transformer.embed([]).shape == (0, 384)
 
 
+def test_a_query_vector_is_the_texts_own_across_threads_and_repeats(
+    transformer: Embedder,
+) -> None:
+    # Queries are remembered per engine: a remembered vector must be that query's, whichever
+    # thread asked first, and stay so once newer queries push it out.
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = [f"how does the parser handle case {n}" for n in range(40)]
+    expected = np.stack([transformer.embed([query])[0] for query in queries])
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(2):
+            got = list(pool.map(transformer.embed_query, queries + queries[::-1]))
+            for vector, want in zip(got, np.concatenate([expected, expected[::-1]]), strict=True):
+                assert vector.shape == (384,)
+                assert np.array_equal(vector, want)
+
+
 def test_static_model_is_fast_normalised_and_keeps_meaning(static_model: Path) -> None:
     config = json.loads((static_model / "config.json").read_text())
     assert config["model_type"] == "model2vec"

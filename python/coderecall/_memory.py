@@ -985,7 +985,7 @@ class MemoryStore:
             with self._lock:
                 candidates.kept.clear()
                 candidates.kept[stored.generation] = kept
-        return nearest(stored, self._embedder.embed([text])[0], kept, limit)
+        return nearest(stored, self._embedder.embed_query(text), kept, limit)
 
     def _vector_matrix(self, embedder: Embedder, model: str) -> Vectors:
         """This project's current public records and their vectors (see

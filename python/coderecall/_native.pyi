@@ -91,6 +91,10 @@ class Embedder:
         """The model folder (``None`` for a delegate)."""
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One L2-normalised row per text: a ``float32`` array of shape ``(len(texts), dims)``."""
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """The vector of a search query: a ``float32`` array of shape ``(dims,)``. A transformer
+        remembers its latest queries, so one question searched in several places (code and
+        memory) goes through the model once."""
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids the model sees for each text, after truncation (with the special
         tokens for a transformer, without them for a static model)."""

@@ -123,6 +123,21 @@ impl Embedder {
         PyArray1::from_vec(py, values).reshape([rows, dims])
     }
 
+    /// The vector of a search query: a `float32` array of shape `(dims,)`. A transformer
+    /// remembers its latest queries, so one question searched in several places (code and
+    /// memory) goes through the model once.
+    fn embed_query<'py>(
+        &self,
+        py: Python<'py>,
+        text: String,
+    ) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let engine = Arc::clone(&self.engine);
+        let values = py
+            .detach(move || engine.embed_query(&text))
+            .map_err(to_py)?;
+        Ok(PyArray1::from_vec(py, values))
+    }
+
     /// The token ids the model sees for each text, after truncation (with the special tokens
     /// for a transformer, without them for a static model).
     fn tokenize(&self, py: Python<'_>, texts: Vec<String>) -> PyResult<Vec<Vec<u32>>> {

@@ -9,7 +9,9 @@ mod learn;
 mod lookup;
 mod transformer;
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 pub use distill::{DistillOptions, DistillReport, distill};
 pub use learn::{LearnOptions, LearnReport, learn, learn_table};
@@ -83,6 +85,50 @@ pub trait Embedder: Send + Sync {
 /// below lexical-only on the holdout half at 0.5 (benches/quality/README.md, "Semantic channel").
 pub const DEFAULT_FUSION_WEIGHT: f32 = 0.3;
 
+/// The vectors of the latest queries an engine embedded, for engines whose pass costs more
+/// than a look-up.
+#[derive(Default)]
+pub(crate) struct RecentQueries {
+    /// Newest first.
+    entries: Mutex<VecDeque<(String, Vec<f32>)>>,
+}
+
+impl RecentQueries {
+    const KEPT: usize = 16;
+
+    /// The vector of `text`, remembered or computed by `embed` (and then remembered). The
+    /// lock is not held through `embed`: other threads' queries go on meanwhile.
+    pub(crate) fn get_or_embed(
+        &self,
+        text: &str,
+        embed: impl FnOnce() -> Result<Vec<f32>>,
+    ) -> Result<Vec<f32>> {
+        let find = |entries: &VecDeque<(String, Vec<f32>)>| {
+            entries
+                .iter()
+                .find(|(q, _)| q == text)
+                .map(|(_, v)| v.clone())
+        };
+        if let Some(vector) = find(&self.lock()) {
+            return Ok(vector);
+        }
+        let vector = embed()?;
+        let mut entries = self.lock();
+        if find(&entries).is_none() {
+            entries.push_front((text.to_owned(), vector.clone()));
+            entries.truncate(Self::KEPT);
+        }
+        Ok(vector)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(String, Vec<f32>)>> {
+        // A panic while it was held leaves at worst one entry too many: the list stays usable.
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// Scales `v` to length 1 (a zero vector stays zero).
 pub(crate) fn normalize(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -124,4 +170,37 @@ pub(crate) fn load_tokenizer(dir: &Path, max_tokens: usize) -> Result<tokenizers
         .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))?;
     tokenizer.with_padding(None);
     Ok(tokenizer)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    #[test]
+    fn a_recent_query_is_not_embedded_again_and_the_oldest_are_forgotten() {
+        let recent = RecentQueries::default();
+        let passes = Cell::new(0);
+        let embed = |text: &str| {
+            recent.get_or_embed(text, || {
+                passes.set(passes.get() + 1);
+                #[allow(clippy::cast_precision_loss)]
+                Ok(vec![text.len() as f32])
+            })
+        };
+        assert_eq!(embed("retry on 429").unwrap(), vec![12.0]);
+        assert_eq!(embed("retry on 429").unwrap(), vec![12.0]);
+        assert_eq!(passes.get(), 1);
+        for n in 0..RecentQueries::KEPT {
+            embed(&format!("query {n}")).unwrap();
+        }
+        assert_eq!(passes.get(), 1 + RecentQueries::KEPT);
+        embed("retry on 429").unwrap(); // pushed out by the newer ones
+        assert_eq!(passes.get(), 2 + RecentQueries::KEPT);
+        let failed = recent.get_or_embed("broken", || Err(Error::InvalidArgument("no".into())));
+        assert!(failed.is_err());
+        assert!(recent.get_or_embed("broken", || Ok(vec![1.0])).is_ok()); // errors not kept
+    }
 }

@@ -11,7 +11,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 
-use super::{Embedder, load_tokenizer, model_error, model_file, normalize};
+use super::{Embedder, RecentQueries, load_tokenizer, model_error, model_file, normalize};
 use crate::error::Result;
 
 /// Tokens per forward pass (batch size × padded length): large enough to keep the matrix
@@ -36,6 +36,9 @@ pub struct TransformerEmbedder {
     pad_id: u32,
     dir: PathBuf,
     device: Device,
+    /// One question is often asked of several channels at once (`ask` searches code and
+    /// memory), and a pass through the model costs milliseconds.
+    recent: RecentQueries,
 }
 
 impl TransformerEmbedder {
@@ -75,6 +78,7 @@ impl TransformerEmbedder {
             pad_id,
             dir: dir.to_path_buf(),
             device,
+            recent: RecentQueries::default(),
         })
     }
 
@@ -201,6 +205,10 @@ impl Embedder for TransformerEmbedder {
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<f32>> {
         self.embed_ids(&self.token_ids(texts)?)
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        self.recent.get_or_embed(text, || self.embed(&[text]))
     }
 
     fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
