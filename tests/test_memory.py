@@ -686,6 +686,26 @@ def test_time_phrases_are_resolved_against_the_records_dates(store: MemoryStore)
     }
 
 
+def test_a_record_that_tells_of_the_asked_time_counts_as_in_it(store: MemoryStore) -> None:
+    # A question dates the event; a record is dated when it was told, often later: "last
+    # month" in a record of April tells of March.
+    told = "Last month we moved the ledger to Postgres."
+    days = {
+        datetime(2025, 3, 3, 10, tzinfo=timezone.utc): "Ledger audit notes filed.",
+        datetime(2025, 4, 9, 9, tzinfo=timezone.utc): told,
+        datetime(
+            2025, 4, 10, 9, tzinfo=timezone.utc
+        ): "We moved the ledger reports; moved the ledger.",
+        datetime(2025, 6, 2, 9, tzinfo=timezone.utc): "Nothing dated about anything at all.",
+    }
+    for at, text in days.items():
+        store.add(text, "decision", at=at)
+    ranked = [h.snippet for h in store.search("where did we move the ledger in March")]
+    assert ranked.index(told) < ranked.index("We moved the ledger reports; moved the ledger.")
+    # Read against its own date, not the newest record's: June's "last month" would be May.
+    assert store.search("ledger move in May")[0].snippet != told
+
+
 def test_timeline_shows_the_records_around_one(store: MemoryStore) -> None:
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     ids = [

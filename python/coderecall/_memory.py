@@ -660,7 +660,21 @@ class MemoryStore:
         if window != (None, None):
             low = window[0].timestamp() if window[0] is not None else float("-inf")
             high = window[1].timestamp() if window[1] is not None else float("inf")
-            ranked = prefer(ranked, {i for i, at in candidates.times.items() if low <= at < high})
+            times = candidates.times
+            ranked = prefer(
+                ranked,
+                {
+                    key
+                    for key, _ in ranked
+                    if low <= times[key] < high
+                    # or it tells of that time: a question dates the event, not the telling
+                    or (
+                        (told := lexicon.told(key, times[key])) is not None
+                        and told[0] < high
+                        and told[1] > low
+                    )
+                },
+            )
         return self._hits(
             [
                 (key, score, tuple(n for n, keys in brought.items() if key in keys) or ("context",))

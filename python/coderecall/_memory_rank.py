@@ -11,9 +11,10 @@ import re
 import sqlite3
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from ._native import KeySet, TextIndex
-from ._timephrase import tells_time
+from ._timephrase import resolve, tells_time
 
 __all__ = [
     "DEPTH",
@@ -109,6 +110,8 @@ class Lexicon:
     """The words of each labelled record's label (see ``label``), lowercased."""
     timed: set[int] = field(default_factory=set)
     """The records that date something (``tells_time``)."""
+    spans: dict[int, tuple[str, tuple[float, float] | None]] = field(default_factory=dict)
+    """What ``told`` found so far, by record, with the text it was read from."""
     docs: dict[int, tuple[str, str, str]] = field(default_factory=dict)
     """What ``records`` holds under each key (text, tags as stored, type)."""
     sessions: dict[str, tuple[tuple[int, ...], tuple[bool, ...]]] = field(default_factory=dict)
@@ -125,6 +128,20 @@ class Lexicon:
         for key, score in _above_floor(self.windows.search(query, depth, allowed), depth).items():
             scores[key] = scores.get(key, 0.0) + score
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:depth], set(own)
+
+    def told(self, key: int, written: float) -> tuple[float, float] | None:
+        """The time range (timestamps, open bounds as infinities) that the first time phrase
+        of a dated record names, read against ``written``, its own date: "last month" in a
+        turn of April is March. What a record tells of may lie before the day it was
+        written. Read at the first query that asks (0.2-0.5 ms a record), then kept."""
+        doc = self.docs.get(key)
+        if key not in self.timed or doc is None:
+            return None
+        known = self.spans.get(key)
+        if known is None or known[0] != doc[0]:  # a rebuild may change the text meanwhile
+            known = (doc[0], _told(doc[0], written))
+            self.spans[key] = known
+        return known[1]
 
 
 def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexicon:
@@ -151,6 +168,7 @@ def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexi
             lexicon.labels[key] = words(found)
         else:
             lexicon.labels.pop(key, None)
+        lexicon.spans.pop(key, None)
         if tells_time(text):
             lexicon.timed.add(key)
         else:
@@ -161,6 +179,7 @@ def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexi
         lexicon.windows.remove(gone)
         lexicon.labels.pop(gone, None)
         lexicon.timed.discard(gone)
+        lexicon.spans.pop(gone, None)
         lexicon.neighbours.pop(gone, None)
         lexicon.window_members.pop(gone, None)
     seen: dict[str, tuple[tuple[int, ...], tuple[bool, ...]]] = {}
@@ -291,3 +310,13 @@ def prefer(ranked: Sequence[tuple[int, float]], preferred: set[int]) -> list[tup
 
 def words(text: str) -> frozenset[str]:
     return frozenset(w.lower() for w in _WORD.findall(text))
+
+
+def _told(text: str, written: float) -> tuple[float, float] | None:
+    """The range the first time phrase of ``text`` names, read as of ``written``."""
+    found = resolve(text, datetime.fromtimestamp(written, timezone.utc))
+    if found.phrase is None:
+        return None
+    low = found.start.timestamp() if found.start is not None else float("-inf")
+    high = found.end.timestamp() if found.end is not None else float("inf")
+    return low, high
