@@ -504,6 +504,22 @@ def test_a_question_that_asks_when_prefers_records_that_tell_a_time(
     assert [h.id for h in store.search("Did Ana move to Lisbon?")] == [other, dated]
 
 
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_question_that_asks_how_long_prefers_records_that_tell_a_duration(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, rule: bool
+) -> None:
+    if not rule:
+        monkeypatch.setattr(memory_module, "WHEN_WEIGHT", 1.0)
+    said = [
+        ("s1", "Ana: I've had the bakery for six years, and I still love it."),
+        ("s2", "Ana: The bakery! The bakery I had was lovely, and I had fun there."),
+    ]
+    lasting, other = _converse(store, said)
+    ranked = [h.id for h in store.search("How long has Ana had the bakery?")]
+    assert ranked == ([lasting, other] if rule else [other, lasting])
+    assert [h.id for h in store.search("Has Ana had the bakery?")] == [other, lasting]
+
+
 def test_a_search_after_an_interrupted_rebuild_ranks_as_a_store_opened_afresh(
     store: MemoryStore, db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,7 +7,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from coderecall._timephrase import Resolved, asks_when, resolve, tells_time
+from coderecall._timephrase import (
+    Resolved,
+    asks_how_long,
+    asks_when,
+    resolve,
+    tells_duration,
+    tells_time,
+)
 
 UTC = timezone.utc
 
@@ -341,3 +348,36 @@ def test_a_question_asks_when_by_its_opening_words(query: str, asks: bool) -> No
 )
 def test_a_text_tells_a_time_by_day_words_units_dates_or_years(text: str, dated: bool) -> None:
     assert tells_time(text) is dated
+
+
+@pytest.mark.parametrize(
+    ("query", "asks"),
+    [
+        ("How long has Ana lived in Lisbon?", True),
+        ("For how long did the migration run?", True),
+        ("how many years has the service been up", True),
+        ("How long ago did we switch to WAL?", False),  # that asks when
+        ("How many tests failed?", False),
+        ("What took so long?", False),
+        ("How longer builds hurt", False),
+    ],
+)
+def test_a_question_asks_how_long_by_its_opening_words(query: str, asks: bool) -> None:
+    assert asks_how_long(query) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "lasting"),
+    [
+        ("Ana: I've lived here for 3 years now.", True),
+        ("Seven years already!", True),
+        ("We held it for 30-60 seconds", True),
+        ("It took a couple of weeks", True),
+        ("Painting since I was 17", True),
+        ("Ana: I moved to Lisbon.", False),
+        ("A yearly review", False),
+        ("It has 500 lines", False),
+    ],
+)
+def test_a_text_tells_a_duration_by_a_count_and_a_unit(text: str, lasting: bool) -> None:
+    assert tells_duration(text) is lasting

@@ -93,7 +93,7 @@ from ._memory_vectors import (
 from ._native import Embedder, KeySet
 from ._privacy import Filtered, Level, classify, filter_text
 from ._stopwords import content_query
-from ._timephrase import asks_when, resolve
+from ._timephrase import asks_how_long, asks_when, resolve
 
 if TYPE_CHECKING:
     # numpy is imported by the functions that handle vectors: a store without an embedding
@@ -657,6 +657,8 @@ class MemoryStore:
         ranked = favour(ranked, named, NAMED_WEIGHT)
         if asks_when(text):
             ranked = favour(ranked, lexicon.timed, WHEN_WEIGHT)
+        elif asks_how_long(text):
+            ranked = favour(ranked, lexicon.lasting, WHEN_WEIGHT)
         if window != (None, None):
             low = window[0].timestamp() if window[0] is not None else float("-inf")
             high = window[1].timestamp() if window[1] is not None else float("inf")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ._native import KeySet, TextIndex
-from ._timephrase import resolve, tells_time
+from ._timephrase import resolve, tells_duration, tells_time
 
 __all__ = [
     "DEPTH",
@@ -110,6 +110,8 @@ class Lexicon:
     """The words of each labelled record's label (see ``label``), lowercased."""
     timed: set[int] = field(default_factory=set)
     """The records that date something (``tells_time``)."""
+    lasting: set[int] = field(default_factory=set)
+    """The records that state a duration (``tells_duration``)."""
     spans: dict[int, tuple[str, tuple[float, float] | None]] = field(default_factory=dict)
     """What ``told`` found so far, by record, with the text it was read from."""
     docs: dict[int, tuple[str, str, str]] = field(default_factory=dict)
@@ -173,12 +175,17 @@ def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexi
             lexicon.timed.add(key)
         else:
             lexicon.timed.discard(key)
+        if tells_duration(text):
+            lexicon.lasting.add(key)
+        else:
+            lexicon.lasting.discard(key)
     for gone in docs.keys() - set(ids):
         del docs[gone]
         lexicon.records.remove(gone)
         lexicon.windows.remove(gone)
         lexicon.labels.pop(gone, None)
         lexicon.timed.discard(gone)
+        lexicon.lasting.discard(gone)
         lexicon.spans.pop(gone, None)
         lexicon.neighbours.pop(gone, None)
         lexicon.window_members.pop(gone, None)

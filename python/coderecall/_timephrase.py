@@ -72,7 +72,8 @@ Known limit: a month name followed by a number is a date even where the month is
 Apart from ranges, :func:`asks_when` tells a question that asks for a time ("When did ...",
 "What year ...") and :func:`tells_time` a text that dates something, loosely (``yesterday``,
 ``last week``, ``3 days ago``, ``on Friday``, ``May 5``, ``2023``): the memory store ranks
-such records first for such questions.
+such records first for such questions; :func:`asks_how_long` and :func:`tells_duration` do
+the same for durations ("How long has ...", ``for 3 years``).
 """
 
 from __future__ import annotations
@@ -85,13 +86,32 @@ from functools import cache
 
 from ._errors import QueryError
 
-__all__ = ["Resolved", "asks_when", "parse_bound", "resolve", "tells_time"]
+__all__ = [
+    "Resolved",
+    "asks_how_long",
+    "asks_when",
+    "parse_bound",
+    "resolve",
+    "tells_duration",
+    "tells_time",
+]
 
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _ASKS_WHEN = (
     r"\s*(?:when|what (?:time|date|day|month|year)|which (?:date|day|month|year)|how long ago)\b"
 )
+_ASKS_HOW_LONG = (
+    r"\s*(?:for\s+)?how\s+(?:long|many\s+(?:years|months|weeks|days|hours|minutes))\b(?!\s+ago)"
+)
+_COUNT = (
+    r"\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty"
+    r"|a few|a couple of|several|many"
+)
 # Matched against lowercased text: without IGNORECASE it runs twice as fast.
+_TELLS_DURATION = (
+    rf"\b(?:(?:{_COUNT})(?:[-\u2013 ]\d+)? (?:second|minute|hour|day|week|month|year|decade)s?"
+    r"|since)\b"
+)
 _TELLS_TIME = (
     r"\b(?:yesterday|today|tonight|tomorrow|ago|weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day"
     r"|(?:last|next|this|past) (?:night|week|month|year|morning|evening|summer|winter|spring|fall)"
@@ -147,6 +167,18 @@ def tells_time(text: str) -> bool:
     ``last``/``next``/``this``/``past`` and a unit, ``ago``, a month and a day, or a year.
     Looser than :func:`resolve`, which must also name the range."""
     return _grammar().tells_time.search(text.lower()) is not None
+
+
+def asks_how_long(query: str) -> bool:
+    """Whether ``query`` opens by asking for a duration: "How long ...", "For how long ...",
+    "How many years ..." (not "How long ago ...", which asks when)."""
+    return _grammar().asks_how_long.match(query) is not None
+
+
+def tells_duration(text: str) -> bool:
+    """Whether ``text`` states a duration, loosely: a count and a unit (``3 years``, ``two
+    weeks``, ``30-60 seconds``) or ``since``."""
+    return _grammar().tells_duration.search(text.lower()) is not None
 
 
 def resolve(query: str, anchor: datetime) -> Resolved:
@@ -493,6 +525,8 @@ class _Grammar:
     range_join: dict[str, re.Pattern[str]]
     asks_when: re.Pattern[str]
     tells_time: re.Pattern[str]
+    asks_how_long: re.Pattern[str]
+    tells_duration: re.Pattern[str]
 
 
 @cache
@@ -547,6 +581,8 @@ def _grammar() -> _Grammar:
         range_join={word: insensitive(join) for word, join in _RANGE_JOIN.items()},
         asks_when=insensitive(_ASKS_WHEN),
         tells_time=re.compile(_TELLS_TIME),
+        asks_how_long=insensitive(_ASKS_HOW_LONG),
+        tells_duration=re.compile(_TELLS_DURATION),
     )
 
 
