@@ -214,7 +214,7 @@ _Found = tuple[int, int, datetime | None, datetime | None]
 
 def _find_phrase(query: str, offset: int, ctx: _Context) -> _Found | None:
     """The first phrase at or after ``offset``: where it starts and stops, and its range."""
-    for word in _grammar().word_start.finditer(query, offset):
+    for word in _grammar().phrase_start.finditer(query, offset):
         try:
             found = _parse_phrase(query, word.start(), ctx)
         except (ValueError, OverflowError):  # beyond year 1 or 9999
@@ -255,7 +255,7 @@ def _dated_pair(
 
 # Vocabulary.
 
-_WORD_START = r"(?<![\w'\u2019-])\w"
+_WORD_BOUNDARY = r"(?<![\w'\u2019-])"
 _END = r"(?![\w-])"
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WEEKDAY = "(?:" + "|".join(_WEEKDAYS) + ")"
@@ -498,6 +498,9 @@ def _bare_year(m: re.Match[str], ctx: _Context) -> _Span | None:
 _Rule = tuple[re.Pattern[str], _Handler]
 
 
+_GROUP_NAME = re.compile(r"\(\?P<\w+>")
+
+
 def _rule(pattern: str, handler: _Handler) -> _Rule:
     return re.compile(pattern + _END, re.IGNORECASE), handler
 
@@ -514,7 +517,10 @@ class _Grammar:
     with_bare: tuple[_Rule, ...]
     """Those and the phrases that are times only after a preposition: ``in March``,
     ``since 2023``."""
-    word_start: re.Pattern[str]
+    phrase_start: re.Pattern[str]
+    """The starts of words where a phrase may begin: where one of the patterns that
+    ``_parse_phrase`` tries first matches. Trying every pattern at every word in Python
+    cost a record of a few sentences 0.2-0.4 ms."""
     point_preposition: re.Pattern[str]
     bare_preposition: re.Pattern[str]
     part_of_day: re.Pattern[str]
@@ -567,10 +573,14 @@ def _grammar() -> _Grammar:
     def insensitive(pattern: str) -> re.Pattern[str]:
         return re.compile(pattern, re.IGNORECASE)
 
+    # Group names repeat across the patterns, and only where they match matters here.
+    firsts = [p.pattern for p, _ in points]
+    firsts += [_POINT_PREPOSITION, _BARE_PREPOSITION, _BOUND, _OFFSET, _RANGE_START]
+    anonymous = "|".join(_GROUP_NAME.sub("(?:", first) for first in firsts)
     return _Grammar(
         points=points,
         with_bare=points + bare,
-        word_start=re.compile(_WORD_START),
+        phrase_start=insensitive(rf"{_WORD_BOUNDARY}(?=(?:{anonymous}))\w"),
         point_preposition=insensitive(_POINT_PREPOSITION),
         bare_preposition=insensitive(_BARE_PREPOSITION),
         part_of_day=insensitive(_PART_OF_DAY),
