@@ -135,7 +135,7 @@ class Lexicon:
         """The time range (timestamps, open bounds as infinities) that the first time phrase
         of a dated record names, read against ``written``, its own date: "last month" in a
         turn of April is March. What a record tells of may lie before the day it was
-        written. Read at the first query that asks (0.2-0.5 ms a record), then kept."""
+        written. Read at the first query that asks (about 0.25 ms a record), then kept."""
         doc = self.docs.get(key)
         if key not in self.timed or doc is None:
             return None
