@@ -94,6 +94,7 @@ __all__ = [
     "resolve",
     "tells_duration",
     "tells_time",
+    "where_told",
 ]
 
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -166,7 +167,13 @@ def tells_time(text: str) -> bool:
     """Whether ``text`` dates something: a day word (``yesterday``, ``tonight``), a weekday,
     ``last``/``next``/``this``/``past`` and a unit, ``ago``, a month and a day, or a year.
     Looser than :func:`resolve`, which must also name the range."""
-    return _grammar().tells_time.search(text.lower()) is not None
+    return where_told(text) is not None
+
+
+def where_told(text: str) -> tuple[int, int] | None:
+    """Where in ``text`` the first time :func:`tells_time` finds is, or ``None``."""
+    found = _grammar().tells_time.search(text.lower())
+    return None if found is None else found.span()
 
 
 def asks_how_long(query: str) -> bool:
