@@ -663,18 +663,13 @@ class MemoryStore:
             low = window[0].timestamp() if window[0] is not None else float("-inf")
             high = window[1].timestamp() if window[1] is not None else float("inf")
             times = candidates.times
+            # Written then, or telling of then: a question dates the event, not the telling.
             ranked = prefer(
                 ranked,
                 {
                     key
                     for key, _ in ranked
-                    if low <= times[key] < high
-                    # or it tells of that time: a question dates the event, not the telling
-                    or (
-                        (told := lexicon.told(key, times[key])) is not None
-                        and told[0] < high
-                        and told[1] > low
-                    )
+                    if low <= times[key] < high or lexicon.tells_of(key, times[key], low, high)
                 },
             )
         return self._hits(

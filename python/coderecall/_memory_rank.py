@@ -75,7 +75,9 @@ speaker's). Their words alone weigh little, being in every other record."""
 WHEN_WEIGHT = 1.5
 """How many times its score a record that dates something (``tells_time``) earns when the
 query asks when (``asks_when``): on LoCoMo, 73% of the evidence turns of "When ..." questions
-date what they tell ("I went there last week"), against 9% of all turns."""
+date what they tell ("I went there last week"), against 9% of all turns. A record that states
+a duration (``tells_duration``) earns as much when the query asks how long
+(``asks_how_long``): 13 of 14 such questions have an evidence turn that does, 4% of turns."""
 
 
 def label(text: str) -> str | None:
@@ -113,7 +115,7 @@ class Lexicon:
     lasting: set[int] = field(default_factory=set)
     """The records that state a duration (``tells_duration``)."""
     spans: dict[int, tuple[str, tuple[float, float] | None]] = field(default_factory=dict)
-    """What ``told`` found so far, by record, with the text it was read from."""
+    """What ``tells_of`` read so far, by record, with the text it was read from."""
     docs: dict[int, tuple[str, str, str]] = field(default_factory=dict)
     """What ``records`` holds under each key (text, tags as stored, type)."""
     sessions: dict[str, tuple[tuple[int, ...], tuple[bool, ...]]] = field(default_factory=dict)
@@ -131,19 +133,21 @@ class Lexicon:
             scores[key] = scores.get(key, 0.0) + score
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:depth], set(own)
 
-    def told(self, key: int, written: float) -> tuple[float, float] | None:
-        """The time range (timestamps, open bounds as infinities) that the time phrase of a
-        dated record names (see ``_told``), read against ``written``, its own date: "last
-        month" in a turn of April is March. What a record tells of may lie before the day it
-        was written. Read at the first query that asks (0.1-0.2 ms a record), then kept."""
+    def tells_of(self, key: int, written: float, low: float, high: float) -> bool:
+        """Whether a dated record's time phrase, read against ``written``, its own date,
+        names a time that overlaps ``[low, high)``: "last month" in a turn of April tells of
+        March. What a record tells of may lie before the day it was written. The phrase is
+        read at the first query that asks (0.1-0.2 ms a record, see ``_told``), then kept
+        with the text it was read from (a rebuild may change the text meanwhile)."""
         doc = self.docs.get(key)
         if key not in self.timed or doc is None:
-            return None
+            return False
         known = self.spans.get(key)
-        if known is None or known[0] != doc[0]:  # a rebuild may change the text meanwhile
+        if known is None or known[0] != doc[0]:
             known = (doc[0], _told(doc[0], written))
             self.spans[key] = known
-        return known[1]
+        span = known[1]
+        return span is not None and span[0] < high and span[1] > low
 
 
 _TOLD_REACH = 40
@@ -175,7 +179,6 @@ def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexi
             lexicon.labels[key] = words(found)
         else:
             lexicon.labels.pop(key, None)
-        lexicon.spans.pop(key, None)
         if tells_time(text):
             lexicon.timed.add(key)
         else:

@@ -108,7 +108,8 @@ _COUNT = (
     r"\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty"
     r"|a few|a couple of|several|many"
 )
-# Matched against lowercased text: without IGNORECASE it runs twice as fast.
+# The two below are matched against lowercased text: without IGNORECASE they run twice as
+# fast.
 _TELLS_DURATION = (
     rf"\b(?:(?:{_COUNT})(?:[-\u2013 ]\d+)? (?:second|minute|hour|day|week|month|year|decade)s?"
     r"|since)\b"
