@@ -26,8 +26,8 @@ PROJECT = "github.com/acme/shop"
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[1] / "python")
 
 # Each writer cycles through the kinds of write (a plain add, a session event remembered as
-# a record, a supersede, a search that fills sentence vectors in) and appends one line to
-# its own log once a write has returned: that line is the acknowledgement the test holds
+# a record, a supersede), searching between them, and appends one line to its own log once
+# a write has returned: that line is the acknowledgement the test holds
 # the store to. A line is written whole or not at all by one `write` of a few dozen bytes.
 _WRITER = """
 import json, os, sys
@@ -70,7 +70,7 @@ with MemoryStore(
 
 
 def note(worker: int, n: int) -> str:
-    """A distinct text per write, of a few sentences (so searches fill sentence vectors)."""
+    """A distinct text per write, of a few sentences (so it has sentence vectors too)."""
     rng = random.Random(worker * 1_000_000 + n)
     words = " ".join(f"w{w}" for w in rng.sample(range(20_000), 10))
     return f"Worker {worker} wrote note {n}. It holds {words}. Nothing else repeats it."
@@ -133,7 +133,7 @@ def _check(db: Path, logs: list[Path], model: Path) -> None:
             for row in conn.execute("SELECT id, text, superseded_by, events FROM records")
         }
         vectors = {row[0] for row in conn.execute("SELECT record_id FROM vectors")}
-        # Sentence vectors, filled in by searches: whole rows of the record vector's length.
+        # Sentence vectors: whole rows of the record vector's length.
         lengths = conn.execute("SELECT length(vector), length(parts) FROM vectors").fetchall()
         assert all(parts is None or parts % size == 0 for size, parts in lengths)
         assert any(parts for _, parts in lengths)
