@@ -27,8 +27,8 @@ _PACKAGE_PARENT = str(Path(__file__).resolve().parents[1] / "python")
 
 # Each writer cycles through the kinds of write (a plain add, a session event remembered as
 # a record, a supersede), searching between them, and appends one line to its own log once
-# a write has returned: that line is the acknowledgement the test holds
-# the store to. A line is written whole or not at all by one `write` of a few dozen bytes.
+# a write has returned: that line is the acknowledgement the test holds the store to. A line
+# is written whole or not at all by one `write` of a few dozen bytes.
 _WRITER = """
 import json, os, sys
 from pathlib import Path
