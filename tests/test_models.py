@@ -93,6 +93,37 @@ def test_static_model_is_fast_normalised_and_keeps_meaning(static_model: Path) -
     assert engine.tokenize(["Hello world"]) == [[7592, 2088]]
 
 
+def test_static_tokens_are_the_tokenizers_own_on_code_of_any_script(
+    static_model: Path, transformer: Embedder
+) -> None:
+    """The static engine reads ASCII through its own WordPiece path, everything else
+    through `tokenizers`; both must give the ids `tokenizers` gives (here through the
+    transformer, which shares the tokenizer and adds [CLS] and [SEP])."""
+    package = Path(coderecall.__file__).parent
+    texts = [
+        "".join(lines[at : at + 12])
+        for path in sorted(package.glob("*.py"))
+        for lines in [path.read_text().splitlines(keepends=True)]
+        for at in range(0, len(lines), 12)
+    ]
+    texts += [
+        "Ünïcödé names: café, naïve, 日本語のテキスト, emoji 🙂 and tabs\tand\rbreaks",
+        "a [MASK] token, [CLS] and [sep] in text",
+        "control\x00chars\x07and\x7fdel\x0bvt\x0cff",
+        "x" * 150 + " supercalifragilisticexpialidocious HTTPServer parseArgs read_to_end",
+        "",
+        "   ",
+    ]
+    static = load_embedder(static_model).tokenize(texts)
+    reference = transformer.tokenize(texts)
+    compared = 0
+    for text, ours, theirs in zip(texts, static, reference, strict=True):
+        if len(theirs) < 256:  # untruncated: the transformer reads 256 tokens at most
+            assert ours == theirs[1:-1], text
+            compared += 1
+    assert compared > 500
+
+
 def test_models_are_listed_and_found_by_name(static_model: Path, in_cache: Path) -> None:
     found = {info.name: info for info in list_models()}
     assert found[static_model.name].kind == "static"

@@ -10,6 +10,9 @@ use std::path::Path;
 
 use candle_core::{DType, Device};
 
+use rayon::prelude::*;
+
+use super::wordpiece::AsciiWordPiece;
 use super::{Embedder, load_tokenizer, model_error, model_file, normalize};
 use crate::error::Result;
 
@@ -19,6 +22,8 @@ const MAX_TOKENS: usize = 512;
 /// A static embedding model loaded from a local folder.
 pub struct StaticEmbedder {
     tokenizer: tokenizers::Tokenizer,
+    /// The tokenizer's fast path for ASCII text, when its pipeline is BERT's.
+    ascii: Option<AsciiWordPiece>,
     /// Row-major vocabulary × dims.
     table: Vec<f32>,
     weights: Option<Vec<f32>>,
@@ -84,6 +89,7 @@ impl StaticEmbedder {
             .iter()
             .find_map(|t| tokenizer.token_to_id(t));
         Ok(StaticEmbedder {
+            ascii: AsciiWordPiece::of(&tokenizer),
             tokenizer,
             table,
             weights,
@@ -169,10 +175,26 @@ impl Embedder for StaticEmbedder {
     }
 
     fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), false)
-            .map_err(|e| model_error(&self.dir, format!("tokenizer: {e}")))?;
-        Ok(encodings.iter().map(|e| e.get_ids().to_vec()).collect())
+        let fast = |text: &&str| {
+            self.ascii
+                .as_ref()
+                .and_then(|ascii| ascii.encode(text, MAX_TOKENS))
+        };
+        let mut ids: Vec<Option<Vec<u32>>> = if texts.len() > 1 {
+            texts.par_iter().map(fast).collect()
+        } else {
+            texts.iter().map(fast).collect()
+        };
+        let rest: Vec<usize> = (0..texts.len()).filter(|&i| ids[i].is_none()).collect();
+        if !rest.is_empty() {
+            let encodings = self
+                .tokenizer
+                .encode_batch(rest.iter().map(|&i| texts[i]).collect(), false)
+                .map_err(|e| model_error(&self.dir, format!("tokenizer: {e}")))?;
+            for (i, encoding) in rest.into_iter().zip(encodings) {
+                ids[i] = Some(encoding.get_ids().to_vec());
+            }
+        }
+        Ok(ids.into_iter().map(Option::unwrap_or_default).collect())
     }
 }

@@ -8,6 +8,7 @@ mod distill;
 mod learn;
 mod lookup;
 mod transformer;
+mod wordpiece;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
