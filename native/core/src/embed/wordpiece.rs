@@ -26,7 +26,7 @@ pub(crate) struct AsciiWordPiece {
     max_word: usize,
     lowercase: bool,
     /// Added tokens (`[CLS]`, `[MASK]`, ...): `tokenizers` matches them in the text first.
-    added: Vec<Vec<u8>>,
+    added: Vec<String>,
 }
 
 impl AsciiWordPiece {
@@ -63,7 +63,8 @@ impl AsciiWordPiece {
         let added = tokenizer
             .get_added_tokens_decoder()
             .values()
-            .map(|token| token.content.as_bytes().to_vec())
+            .filter(|token| !token.content.is_empty())
+            .map(|token| token.content.clone())
             .collect();
         Some(Self {
             starts,
@@ -92,13 +93,12 @@ impl AsciiWordPiece {
                 _ => b,
             })
             .collect();
-        let holds = |haystack: &[u8], needle: &[u8]| {
-            !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
-        };
+        // ASCII in, ASCII out: always valid UTF-8.
+        let cleaned = std::str::from_utf8(&clean).ok()?;
         if self
             .added
             .iter()
-            .any(|token| holds(text.as_bytes(), token) || holds(&clean, token))
+            .any(|token| text.contains(token.as_str()) || cleaned.contains(token.as_str()))
         {
             return None;
         }
