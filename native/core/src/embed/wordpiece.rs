@@ -49,12 +49,17 @@ impl AsciiWordPiece {
         let ModelWrapper::WordPiece(model) = tokenizer.get_model() else {
             return None;
         };
+        // Without a prefix a continuing piece is any piece: rare enough to leave to
+        // `tokenizers`.
         let prefix = model.continuing_subword_prefix.as_bytes();
+        if prefix.is_empty() {
+            return None;
+        }
         let mut starts = Vocab::default();
         let mut continues = Vocab::default();
         for (piece, id) in model.get_vocab() {
             let bytes = piece.as_bytes();
-            if !prefix.is_empty() && bytes.starts_with(prefix) {
+            if bytes.starts_with(prefix) {
                 continues.insert(bytes[prefix.len()..].into(), id);
             }
             starts.insert(bytes.into(), id);
@@ -166,7 +171,7 @@ mod tests {
 
     use super::*;
 
-    fn bert(lowercase: bool) -> Tokenizer {
+    fn bert(lowercase: bool, prefix: &str) -> Tokenizer {
         let mut vocab: Vec<String> = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
             .iter()
             .map(ToString::to_string)
@@ -180,7 +185,7 @@ mod tests {
         for piece in [
             "s", "er", "ing", "ed", "r", "e", "x", "1", "0", "ver", "args", "Args",
         ] {
-            vocab.push(format!("##{piece}"));
+            vocab.push(format!("{prefix}{piece}"));
         }
         vocab.extend(
             (33u8..127)
@@ -192,6 +197,7 @@ mod tests {
         std::fs::write(&file, vocab.join("\n")).unwrap();
         let model = WordPiece::from_file(file.to_str().unwrap())
             .unk_token("[UNK]".into())
+            .continuing_subword_prefix(prefix.into())
             .max_input_chars_per_word(12)
             .build()
             .unwrap();
@@ -275,7 +281,7 @@ mod tests {
     #[test]
     fn ascii_text_gets_the_ids_tokenizers_gives() {
         for lowercase in [true, false] {
-            let tokenizer = bert(lowercase);
+            let tokenizer = bert(lowercase, "##");
             let fast = AsciiWordPiece::of(&tokenizer).unwrap();
             let mut checked = 0;
             for text in texts() {
@@ -293,13 +299,16 @@ mod tests {
 
     #[test]
     fn other_pipelines_have_no_fast_path() {
-        let mut tokenizer = bert(true);
+        assert!(AsciiWordPiece::of(&bert(true, "##")).is_some());
+        let mut tokenizer = bert(true, "##");
         tokenizer.with_pre_tokenizer(None::<PreTokenizerWrapper>);
         assert!(AsciiWordPiece::of(&tokenizer).is_none());
-        let mut tokenizer = bert(true);
+        let mut tokenizer = bert(true, "##");
         tokenizer
             .with_normalizer(None::<NormalizerWrapper>)
             .unwrap();
         assert!(AsciiWordPiece::of(&tokenizer).is_none());
+        // No continuation prefix: left to `tokenizers`.
+        assert!(AsciiWordPiece::of(&bert(true, "")).is_none());
     }
 }
