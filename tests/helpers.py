@@ -311,3 +311,16 @@ with the old one. Customers sign in again once.
 Read the runbook, pair on a deployment, and ship one small fix to the checkout flow.
 """,
 }
+
+
+REPORT_IMPORTS = """
+import runpy, sys
+wanted = sys.argv.pop().split(",")
+try:
+    runpy.run_module("coderecall", run_name="__main__")
+finally:
+    print("loaded:", *(m for m in wanted if m in sys.modules), file=sys.stderr)
+"""
+"""Runs ``python -m coderecall`` with the arguments before the last, then reports on stderr
+which of the comma-separated modules of the last argument were imported (a command is a fresh
+process: what it imports is part of its latency)."""

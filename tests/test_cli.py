@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 
 import coderecall
-from helpers import CALLS_PROJECT, HANDBOOK, SAMPLE_PROJECT, MakeRepo, large_project, write_files
+from helpers import (
+    CALLS_PROJECT,
+    HANDBOOK,
+    REPORT_IMPORTS,
+    SAMPLE_PROJECT,
+    MakeRepo,
+    large_project,
+    write_files,
+)
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -131,6 +139,42 @@ def test_search_listing_for_people(project: Path) -> None:
     snippet = "\n".join(lines[1:9])
     assert "def compute_invoice_total" in snippet
     assert "\x1b[" not in result.stdout
+
+
+# Every command is a fresh process: what it imports is part of its latency. Code commands
+# leave the memory store (50 ms of imports), the model hub, the network and array libraries
+# and the tokenizers alone.
+_NOT_FOR_CODE = (
+    *("coderecall._memory", "coderecall._sessions", "coderecall._hub", "coderecall._learn"),
+    *("httpx", "numpy", "tiktoken", "mcp"),
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["index"],
+        ["search", "refresh a token"],
+        ["def", "TokenStore"],
+        ["calls", "TokenStore"],
+        ["status"],
+    ],
+)
+def test_a_code_command_loads_no_memory_network_or_array_library(
+    project: Path, command: list[str]
+) -> None:
+    # The native module is always loaded: its name in the report shows the report works.
+    wanted = ",".join(("coderecall._native", *_NOT_FOR_CODE))
+    done = subprocess.run(
+        [sys.executable, "-c", REPORT_IMPORTS, *command, wanted],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "loaded: coderecall._native", done.stderr
 
 
 def test_status(project: Path) -> None:

@@ -17,7 +17,7 @@ import pytest
 from coderecall._hooks import main
 from coderecall._memory import MemoryStore
 from coderecall._sessions import Sessions
-from helpers import database_bytes
+from helpers import REPORT_IMPORTS, database_bytes
 
 PAYLOADS = Path(__file__).parent / "hook_payloads"
 CLAUDE = "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"
@@ -212,18 +212,15 @@ _HEAVY = (
     # The code index and the rest of the command line (its parser imports every command).
     *("coderecall._cli", "coderecall._config", "coderecall._hub", "coderecall._index"),
 )
-_REPORT_IMPORTS = """
-import runpy, sys
-wanted = sys.argv.pop().split(",")
-try:
-    runpy.run_module("coderecall", run_name="__main__")
-finally:
-    print("loaded:", *(m for m in wanted if m in sys.modules), file=sys.stderr)
+_REPORT_IMPORTS = (
+    REPORT_IMPORTS
+    + """
     # No hook reads a time phrase: the time grammar (10-15 ms to compile) stays uncompiled.
     phrases = sys.modules.get("coderecall._timephrase")
     compiled = phrases is not None and phrases._grammar.cache_info().currsize > 0
     print("time grammar compiled:", compiled, file=sys.stderr)
 """
+)
 
 
 def test_a_hook_process_loads_no_network_array_console_or_code_index_library(

@@ -23,20 +23,19 @@ from rich.markup import escape
 
 from . import _hooks as hooks
 from ._errors import Error, QueryError
-from ._hub import pull_model
-from ._index import CodeIndex
-from ._learn import learned_summary
 from ._logs import detach_all_file_logs
-from ._models import distill_model, find_model, list_models, models_dir
 from ._native import __version__
 from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit
 from ._stopwords import STOP_WORDS
 
 if TYPE_CHECKING:
     # Loaded by the commands that print: a hook's process never needs rich's consoles or
-    # pygments (30 ms).
+    # pygments (30 ms). The index, the model cache and the hub load with the commands that
+    # use them too: a hook needs none of them.
     from rich.console import Console
     from rich.progress import Progress
+
+    from ._index import CodeIndex
 
 __all__ = ["main"]
 
@@ -311,8 +310,14 @@ def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
+def _open_index(args: argparse.Namespace) -> CodeIndex:
+    from ._index import CodeIndex
+
+    return CodeIndex(args.path, force=args.force_root)
+
+
 def _index(args: argparse.Namespace) -> int:
-    with CodeIndex(args.path, force=args.force_root) as index:
+    with _open_index(args) as index:
         index._log_to_file()
         if args.estimate:
             estimate = index.estimate()
@@ -377,7 +382,7 @@ def _print_report(console: Console, report: IndexReport) -> None:
 
 
 def _search(args: argparse.Namespace) -> int:
-    with CodeIndex(args.path, force=args.force_root) as index:
+    with _open_index(args) as index:
         hits = index.search(
             args.query,
             args.limit,
@@ -404,7 +409,7 @@ def _similar(args: argparse.Namespace) -> int:
         line = int(number)
         # A path as typed is relative to the current directory, like any shell argument.
         path = os.path.abspath(path)
-    with CodeIndex(args.path, force=args.force_root) as index:
+    with _open_index(args) as index:
         hits = index.find_similar(
             code,
             path=path,
@@ -478,7 +483,7 @@ def _term_spans(snippet: str, query: str) -> list[tuple[int, int, int]]:
 
 
 def _status(args: argparse.Namespace) -> int:
-    with CodeIndex(args.path, force=args.force_root) as index:
+    with _open_index(args) as index:
         status = index.status()
     if args.json:
         _print_json(status.to_dict())
@@ -511,7 +516,7 @@ def _watch(args: argparse.Namespace) -> int:
         except BrokenPipeError:
             broken.set()
 
-    with CodeIndex(args.path, force=args.force_root) as index:
+    with _open_index(args) as index:
         index._log_to_file()
         with index.watch(debounce=args.debounce, on_update=show) as watcher:
             if not args.json:
@@ -539,7 +544,7 @@ def _seconds(text: str) -> float:
 
 def _health(args: argparse.Namespace) -> int:
     """Exit code 0 when the index is sound (or was repaired), 1 when problems remain."""
-    with CodeIndex(args.path, force=args.force_root) as index:
+    with _open_index(args) as index:
         report = index.health(repair=args.repair)
         after = index.health() if args.repair and report.problems else report
     if args.json:
@@ -618,6 +623,8 @@ def _print_status(console: Console, status: IndexStatus) -> None:
 
 
 def _model_list(args: argparse.Namespace) -> int:
+    from ._models import list_models, models_dir
+
     found = list_models()
     if args.json:
         _print_json([info.to_dict() for info in found])
@@ -649,6 +656,9 @@ def _stderr_bar(json_output: bool) -> Progress:
 
 
 def _model_distill(args: argparse.Namespace) -> int:
+    from ._learn import learned_summary
+    from ._models import distill_model, find_model
+
     find_model(args.source)  # a bad name fails before any progress display starts
     with _stderr_bar(args.json) as bar:
         task = bar.add_task("embedding the vocabulary", total=None)
@@ -688,6 +698,8 @@ def _model_distill(args: argparse.Namespace) -> int:
 
 
 def _model_pull(args: argparse.Namespace) -> int:
+    from ._hub import pull_model
+
     with _stderr_bar(args.json) as bar:
         task = bar.add_task(f"downloading {args.model_id}", total=None)
 

@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from ._cli import _positive_int, _print_json, _print_rows, _stdout
 from ._errors import QueryError
-from ._memory import snippet
-from ._timephrase import parse_bound
 
 if TYPE_CHECKING:  # the store is imported when a memory command runs, not for every command
     from rich.console import Console
@@ -136,6 +134,8 @@ def _count(text: str) -> int:
 
 
 def _since(text: str) -> datetime:
+    from ._timephrase import parse_bound
+
     try:
         return parse_bound(text)
     except QueryError as exc:
@@ -143,6 +143,8 @@ def _since(text: str) -> datetime:
 
 
 def _until(text: str) -> datetime:
+    from ._timephrase import parse_bound
+
     try:
         return parse_bound(text, end=True)
     except QueryError as exc:
@@ -349,6 +351,8 @@ def _line(
     mark: str = "",
 ) -> None:
     """``#12  decision  2026-03-05  the text…  [db, wal]``"""
+    from ._memory import snippet
+
     labels = f"  [{', '.join(tags)}]" if tags else ""
     console.print(
         f"{mark}#{record_id}  {kind}  {created.astimezone():%Y-%m-%d}  {snippet(text)}{labels}",

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from ._cli import _common, _positive_int, _print_json, _print_rows, _size, _stdout
+from ._cli import _common, _open_index, _positive_int, _print_json, _print_rows, _size, _stdout
 from ._graph import CallEdge, CallGraphResult, Direction, short_callee
-from ._index import CodeIndex
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -87,12 +86,8 @@ def _project(parser: argparse.ArgumentParser) -> None:
     _common(parser)
 
 
-def _open(args: argparse.Namespace) -> CodeIndex:
-    return CodeIndex(args.path, force=args.force_root)
-
-
 def _context(args: argparse.Namespace) -> int:
-    with _open(args) as index:
+    with _open_index(args) as index:
         pack = index.context(args.query, budget=args.budget)
     if args.json:
         _print_json(pack.to_dict())
@@ -115,7 +110,7 @@ def _context(args: argparse.Namespace) -> int:
 
 
 def _lookup(args: argparse.Namespace) -> int:
-    with _open(args) as index:
+    with _open_index(args) as index:
         found = index.implementation_lookup(
             args.symbol, limit=args.limit, with_content=not args.no_content
         )
@@ -139,7 +134,7 @@ def _lookup(args: argparse.Namespace) -> int:
 
 def _calls(args: argparse.Namespace) -> int:
     direction: Direction = "callers" if args.callers else "callees" if args.callees else "both"
-    with _open(args) as index:
+    with _open_index(args) as index:
         result = index.call_graph(
             args.symbol, direction=direction, depth=args.depth, limit=args.limit
         )
@@ -186,7 +181,7 @@ def _print_edge(console: Console, e: CallEdge, *, caller_side: bool) -> None:
 
 
 def _path(args: argparse.Namespace) -> int:
-    with _open(args) as index:
+    with _open_index(args) as index:
         found = index.call_graph_path(args.source, args.target, max_depth=args.max_depth)
     if args.json:
         _print_json(found.to_dict())
@@ -205,7 +200,7 @@ def _path(args: argparse.Namespace) -> int:
 
 
 def _kb_add(args: argparse.Namespace) -> int:
-    with _open(args) as index:
+    with _open_index(args) as index:
         index._log_to_file()
         kb = index.add_knowledge_base(
             args.folder, args.name, index=not args.no_index, progress=not args.json
@@ -221,7 +216,7 @@ def _kb_add(args: argparse.Namespace) -> int:
 
 
 def _kb_list(args: argparse.Namespace) -> int:
-    with _open(args) as index:
+    with _open_index(args) as index:
         kbs = index.list_knowledge_bases()
     if args.json:
         _print_json([kb.to_dict() for kb in kbs])
@@ -239,7 +234,7 @@ def _kb_list(args: argparse.Namespace) -> int:
 
 
 def _kb_remove(args: argparse.Namespace) -> int:
-    with _open(args) as index:
+    with _open_index(args) as index:
         removed = index.remove_knowledge_base(args.name)
     if args.json:
         _print_json({"removed": removed, "name": args.name})
@@ -251,7 +246,7 @@ def _kb_remove(args: argparse.Namespace) -> int:
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    with _open(args) as index:
+    with _open_index(args) as index:
         metrics = index.metrics()
     if args.json:
         _print_json(metrics.to_dict())
@@ -288,7 +283,7 @@ def _metrics(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    with _open(args) as index:
+    with _open_index(args) as index:
         entries = index.logs(args.limit, level=args.level, contains=args.contains)
     if args.json:
         _print_json(entries)

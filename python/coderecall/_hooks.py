@@ -42,11 +42,13 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ._errors import Error
-from ._memory import MemoryStore
-from ._sessions import Sessions
+
+if TYPE_CHECKING:  # loaded by a hook that runs: the CLI builds its parser from this module
+    from ._memory import MemoryStore
+    from ._sessions import Sessions
 
 __all__ = ["HOOK_EVENTS", "HookResult", "run_hook"]
 
@@ -87,6 +89,9 @@ def run_hook(
         raise _HookError("the hook payload has no session_id")
     cwd = _text(payload, "cwd") or "."
     root = Path(cwd).expanduser()
+    from ._memory import MemoryStore
+    from ._sessions import Sessions
+
     with MemoryStore(root if root.is_dir() else cwd, path=memory) as store:
         sessions = Sessions(store)
         current = _session_of(sessions, payload, session)

@@ -41,7 +41,6 @@ from ._graph import (
 from ._kb import CODE, KnowledgeBase, KnowledgeBases, fuse, load_entries
 from ._lease import WriteLease
 from ._logs import LogEntry, attach_file_log, read_logs
-from ._memory import MemoryStore
 from ._metrics import Recorder
 from ._native import NativeIndex
 from ._paths import LOCAL_INDEX_DIR, check_root, find_index_dir
@@ -56,6 +55,7 @@ from ._results import (
 )
 
 if TYPE_CHECKING:
+    from ._memory import MemoryStore
     from ._native import CallGraph, HitDict, UpdateStats  # types that exist only in the stub
     from ._watch import Watcher
 
@@ -733,6 +733,8 @@ class CodeIndex:
                     self._embedding = choice  # loaded once, for code search too
                 else:
                     choice.close()
+        from ._memory import MemoryStore  # only for the projects that use memory (50 ms)
+
         store = MemoryStore(
             self._root,
             path=path,
