@@ -250,8 +250,13 @@ def test_find_similar_without_a_model_compares_terms(make_repo: MakeRepo) -> Non
     auth = SAMPLE_PROJECT["src/shop/auth.py"]
     assert isinstance(auth, str)
     root = make_repo({**SAMPLE_PROJECT, "src/shop/keys.py": auth.replace("Token", "Key")})
+    lines = len(auth.splitlines())
     with CodeIndex(root) as index:
         hits = index.find_similar(path="src/shop/auth.py", line=25, limit=3)
+        # The last line is a location; one past it is a mistake, not the last chunk.
+        assert index.find_similar(path="src/shop/auth.py", line=lines, limit=3)
+        with pytest.raises(QueryError, match=r"auth.py has \d+ lines: line 999 is past its end"):
+            index.find_similar(path="src/shop/auth.py", line=999)
     assert hits[0].path == "src/shop/keys.py"
     assert hits[0].channels == ("lexical",)
 

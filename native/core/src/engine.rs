@@ -1627,7 +1627,17 @@ impl Engine {
                 "{path} is not in the index (not a file of the view, or skipped)"
             )));
         };
-        let chunks = Self::lock(&self.reader).chunks(meta.file_hash)?;
+        let chunks = {
+            let reader = Self::lock(&self.reader);
+            // A line past the end is a mistake (a stale location, a typo), not the last chunk.
+            let lines = reader.file_lines(meta.file_hash)?;
+            if line > lines {
+                return Err(Error::InvalidArgument(format!(
+                    "{path} has {lines} lines: line {line} is past its end"
+                )));
+            }
+            reader.chunks(meta.file_hash)?
+        };
         // A line between chunks (a blank line, say) means the nearest one.
         let distance =
             |c: &Chunk| c.start_line.saturating_sub(line) + line.saturating_sub(c.end_line);

@@ -993,6 +993,17 @@ impl Store {
         Ok(Some(text))
     }
 
+    /// How many lines a stored file version has.
+    pub fn file_lines(&self, file_hash: i64) -> Result<u32> {
+        let lines: i64 = self
+            .conn
+            .prepare_cached("SELECT lines FROM files WHERE hash = ?1")?
+            .query_row([file_hash], |r| r.get(0))
+            .optional()?
+            .ok_or_else(|| self.corrupt(file_hash, "the file version is not stored"))?;
+        Ok(u32::try_from(lines).unwrap_or(0))
+    }
+
     /// The stored text of a file version (schema 2 and later).
     fn file_blob(&self, file_hash: i64) -> Result<Vec<u8>> {
         let blob: Option<Vec<u8>> = self
