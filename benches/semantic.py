@@ -300,12 +300,17 @@ def render(results: dict[str, Any]) -> str:
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for insert in results["insert"]:
+        # A tree of fewer than 10,000 chunk contents (--quick) has no full batch.
+        last_full = (
+            f"{insert['last_full_batch_seconds']:.3f} s "
+            f"(after {insert['graph_before_last_full_batch']:,})"
+            if insert["vectors"] >= INSERT_BATCH
+            else "n/a"
+        )
         lines.append(
             f"| {insert['source']}, {insert['dims']} dims | {insert['quantization']} | "
             f"{insert['vectors']:,} | {insert['insert_seconds']:.2f} | "
-            f"{insert['first_batch_seconds']:.3f} s | "
-            f"{insert['last_full_batch_seconds']:.3f} s "
-            f"(after {insert['graph_before_last_full_batch']:,}) | "
+            f"{insert['first_batch_seconds']:.3f} s | {last_full} | "
             f"**{insert['per_10k_seconds']:.3f} s** |"
         )
     lines += [
