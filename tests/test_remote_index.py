@@ -122,6 +122,33 @@ def test_a_failing_provider_leaves_a_working_lexical_index_and_the_rest_pending(
         assert len(embedded_texts(server, calls)) == report.embeddings_pending
 
 
+def test_a_search_never_waits_on_a_provider_whose_model_stored_no_vectors(
+    make_repo: MakeRepo, server: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The model's width is unknown until the provider answers once; with the provider down,
+    # learning it took every retry of a document request (20 s) on every search, for a
+    # model with no vectors to compare the query with.
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as lexical:
+        lexical.index(progress=False)
+    server.hook = lambda seen: Reply(503, {"error": {"message": "overloaded"}})
+    with CodeIndex(root, settings(server)) as index:
+        with caplog.at_level(logging.WARNING, "coderecall"):
+            hits = index.search(NATURAL)
+            assert index.search("TokenStore")[0].symbol == "TokenStore"
+        assert hits
+        assert all(hit.channels == ("lexical",) for hit in hits)
+        assert server.requests == [], "no probe"
+        noted = [r.getMessage() for r in caplog.records if "no vectors of" in r.getMessage()]
+        assert len(noted) == 1, "said once"
+        assert "fake-embedder" in noted[0]
+
+        server.hook = None  # back up: an index run learns the width and embeds
+        report = index.index(progress=False)
+        assert report.chunks_embedded > 0
+        assert "semantic" in index.search(NATURAL)[0].channels
+
+
 def test_estimate_sends_nothing_and_prices_the_pending_tokens(
     make_repo: MakeRepo, server: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

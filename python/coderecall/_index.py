@@ -155,6 +155,7 @@ class CodeIndex:
         self._knowledge_bases = KnowledgeBases(self)
         self._recorder = Recorder()
         self._memory: MemoryStore | None = None
+        self._unprobed_noted = False
 
     @property
     def root(self) -> Path:
@@ -405,14 +406,29 @@ class CodeIndex:
             pending = total - done
         return _Embedded(choice.model_id, done, pending, error, notices)
 
-    def _semantic(self, native: NativeIndex) -> EmbeddingChoice:
-        """The configured embedding engine, chosen once and handed to ``native``."""
+    def _semantic(self, native: NativeIndex, *, probe: bool = True) -> EmbeddingChoice:
+        """The configured embedding engine, chosen once and handed to ``native``. Without
+        ``probe``, a remote model of unknown width is left unchosen: it has stored no vector
+        to compare a query with, and a search must not wait on a provider that may be down
+        (an index run probes it, with all its retries)."""
         with self._semantic_lock:  # searches and an update may race here (an MCP server)
-            return self._semantic_locked(native)
+            return self._semantic_locked(native, probe)
 
-    def _semantic_locked(self, native: NativeIndex) -> EmbeddingChoice:
+    def _semantic_locked(self, native: NativeIndex, probe: bool) -> EmbeddingChoice:
         if self._embedding is None:
-            self._embedding = select_embedding(self._config, recorded=_recorded_embedding(native))
+            recorded = _recorded_embedding(native)
+            choice = select_embedding(self._config, recorded=recorded, probe=probe)
+            if choice.embedder is None and choice.remote is not None:
+                choice.close()
+                if not self._unprobed_noted:
+                    self._unprobed_noted = True
+                    _log.warning(
+                        "semantic channel unavailable, searching lexically: no vectors of %s "
+                        "yet (`coderecall index` embeds the code)",
+                        choice.model,
+                    )
+                return choice
+            self._embedding = choice
         choice = self._embedding
         if choice.embedder is not None and choice.model_id and self._semantic_on is not native:
             native.set_embedder(
@@ -613,7 +629,7 @@ class CodeIndex:
                 self.index()
             self._built = True
         try:
-            self._semantic(native)
+            self._semantic(native, probe=False)
         except ProviderError as exc:
             _log.warning("semantic channel unavailable, searching lexically: %s", exc)
         return native
