@@ -278,11 +278,14 @@ def run_project(
         records = evaluate("coderecall", coderecall, kept)
         records += run_ablations(native, coderecall, kept, ablations, notes)
         for model in args.model:
+            given = Path(model).name
             if args.learn:
                 model, fit = _fitted(model, args.teacher, tree, work, args.learn)
                 log(f"[{name}] fitted {model.name}: {fit}")
             embedder = load_embedder(model)
             label = f"coderecall+{embedder.kind}" + ("-learned" if args.learn else "")
+            if len(args.model) > 1:  # two models of one kind must not share their rows
+                label += f" {given}"
             assert embedder.path is not None  # a local model
             # Named by the model's files, not its path: a model distilled again into the same
             # folder must not reuse the cached copy's old vectors.
