@@ -505,6 +505,9 @@ fn definitions_and_refs(
     let mut refs: Vec<Ref> = Vec::new();
     let mut matches = cursor.matches(&query.query, tree.root_node(), source.as_bytes());
     while let Some(m) = matches.next() {
+        if !query.admits(m) {
+            continue;
+        }
         if query.is_reference(m.pattern_index) {
             if refs.len() < MAX_REFS
                 && let Some(r) = crate::refs::from_match(m.captures, names, source, lang)

@@ -96,7 +96,7 @@ fn definitions(lang: Language, source: &str) -> Vec<(String, String, usize)> {
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, tree.root_node(), source.as_bytes());
     while let Some(found) = matches.next() {
-        if syntax.is_reference(found.pattern_index) {
+        if syntax.is_reference(found.pattern_index) || !syntax.admits(found) {
             continue;
         }
         let mut name = None;
