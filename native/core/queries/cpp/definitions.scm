@@ -9,77 +9,38 @@
 (function_definition
   declarator: [
     (function_declarator
-      declarator: [
-        (identifier)
-        (field_identifier)
-        (qualified_identifier)
-        (destructor_name)
-        (operator_name)
-        (template_function)
-      ] @name)
+      declarator: _ @name)
     (pointer_declarator
       declarator: (function_declarator
-        declarator: [
-          (identifier)
-          (field_identifier)
-          (qualified_identifier)
-          (operator_name)
-          (template_function)
-        ] @name))
+        declarator: _ @name))
     (pointer_declarator
       declarator: (pointer_declarator
         declarator: (function_declarator
-          declarator: [
-            (identifier)
-            (field_identifier)
-            (qualified_identifier)
-            (operator_name)
-            (template_function)
-          ] @name)))
+          declarator: _ @name)))
     (reference_declarator
       (function_declarator
-        declarator: [
-          (identifier)
-          (field_identifier)
-          (qualified_identifier)
-          (operator_name)
-          (template_function)
-        ] @name))
+        declarator: _ @name))
   ]
-  body: (_)) @definition.function
+  body: (_)
+  (#kind? @name "identifier" "field_identifier" "qualified_identifier" "destructor_name"
+    "operator_name" "template_function")) @definition.function
 
 ; Templated functions and member functions: the template declaration wraps the definition.
 (template_declaration
   (function_definition
     declarator: [
       (function_declarator
-        declarator: [
-          (identifier)
-          (field_identifier)
-          (qualified_identifier)
-          (operator_name)
-          (template_function)
-        ] @name)
+        declarator: _ @name)
       (pointer_declarator
         declarator: (function_declarator
-          declarator: [
-            (identifier)
-            (field_identifier)
-            (qualified_identifier)
-            (operator_name)
-            (template_function)
-          ] @name))
+          declarator: _ @name))
       (reference_declarator
         (function_declarator
-          declarator: [
-            (identifier)
-            (field_identifier)
-            (qualified_identifier)
-            (operator_name)
-            (template_function)
-          ] @name))
+          declarator: _ @name))
     ]
-    body: (_))) @definition.function
+    body: (_))
+  (#kind? @name "identifier" "field_identifier" "qualified_identifier" "operator_name"
+    "template_function")) @definition.function
 
 ; Classes, structs, unions and enums with a body; `Foo<int>` specialisations are named `Foo`.
 (class_specifier
@@ -186,10 +147,8 @@
 
 ; `namespace greet { ... }`, `namespace a::b { ... }`; anonymous namespaces have no name.
 (namespace_definition
-  name: [
-    (namespace_identifier)
-    (nested_namespace_specifier)
-  ] @name) @definition.module
+  name: _ @name
+  (#kind? @name "namespace_identifier" "nested_namespace_specifier")) @definition.module
 
 (preproc_function_def
   name: (identifier) @name) @definition.macro
