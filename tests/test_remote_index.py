@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+import coderecall._index as index_module
 from coderecall import CodeIndex
+from coderecall._embedding import select_embedding
 from helpers import SAMPLE_PROJECT, MakeRepo, git
 from provider_servers import FakeServer, Reply
 
@@ -123,7 +125,10 @@ def test_a_failing_provider_leaves_a_working_lexical_index_and_the_rest_pending(
 
 
 def test_a_search_never_waits_on_a_provider_whose_model_stored_no_vectors(
-    make_repo: MakeRepo, server: FakeServer, caplog: pytest.LogCaptureFixture
+    make_repo: MakeRepo,
+    server: FakeServer,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The model's width is unknown until the provider answers once; with the provider down,
     # learning it took every retry of a document request (20 s) on every search, for a
@@ -132,10 +137,20 @@ def test_a_search_never_waits_on_a_provider_whose_model_stored_no_vectors(
     with CodeIndex(root, {"embedding": {"provider": "none"}}) as lexical:
         lexical.index(progress=False)
     server.hook = lambda seen: Reply(503, {"error": {"message": "overloaded"}})
+    # Each choice builds a provider and its HTTP client (20 ms): once while nothing changes.
+    chosen: list[bool] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        chosen.append(kwargs.get("probe", True))
+        return select_embedding(*args, **kwargs)
+
+    monkeypatch.setattr(index_module, "select_embedding", counted)
     with CodeIndex(root, settings(server)) as index:
         with caplog.at_level(logging.WARNING, "coderecall"):
             hits = index.search(NATURAL)
             assert index.search("TokenStore")[0].symbol == "TokenStore"
+            index.search(NATURAL)
+        assert chosen == [False]
         assert hits
         assert all(hit.channels == ("lexical",) for hit in hits)
         assert server.requests == [], "no probe"

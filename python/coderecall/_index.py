@@ -155,7 +155,9 @@ class CodeIndex:
         self._knowledge_bases = KnowledgeBases(self)
         self._recorder = Recorder()
         self._memory: MemoryStore | None = None
-        self._unprobed_noted = False
+        # What the index recorded of its model when the configured remote model was last
+        # left unprobed, and that choice: until the record changes there is nothing new.
+        self._unprobed: tuple[dict[str, object], EmbeddingChoice] | None = None
 
     @property
     def root(self) -> Path:
@@ -417,16 +419,19 @@ class CodeIndex:
     def _semantic_locked(self, native: NativeIndex, probe: bool) -> EmbeddingChoice:
         if self._embedding is None:
             recorded = _recorded_embedding(native)
+            # A search would otherwise build (and close) a provider's HTTP client every time.
+            if not probe and self._unprobed is not None and self._unprobed[0] == recorded:
+                return self._unprobed[1]
             choice = select_embedding(self._config, recorded=recorded, probe=probe)
             if choice.embedder is None and choice.remote is not None:
                 choice.close()
-                if not self._unprobed_noted:
-                    self._unprobed_noted = True
+                if self._unprobed is None:
                     _log.warning(
                         "semantic channel unavailable, searching lexically: no vectors of %s "
                         "yet (`coderecall index` embeds the code)",
                         choice.model,
                     )
+                self._unprobed = (recorded, choice)
                 return choice
             self._embedding = choice
         choice = self._embedding

@@ -4,7 +4,9 @@
 ; (`Greeter::speak`); in-class definitions are named by their field identifier, destructor or
 ; operator name. Every function definition is a `function`: the chunker reclassifies those
 ; nested directly in a class body as methods (a query cannot tell a constructor defined in a
-; class from a free function without listing every possible parent).
+; class from a free function without listing every possible parent). Names are wildcards
+; whose kind `#kind?` checks after the match: typed alternatives cost tree-sitter's query
+; analysis about a quarter more to compile (see `SyntaxQuery` in src/lang.rs).
 
 (function_definition
   declarator: [
