@@ -1299,7 +1299,7 @@ impl<'g> Lookup<'g> {
             .defs
             .iter()
             .copied()
-            .filter(|&d| self.node(d).name == name && self.node(d).kind.is_type_like())
+            .filter(|&d| self.node(d).name == name && self.can_be_base(self.node(d)))
             .collect();
         if let Some(&d) = local.first() {
             return (Target::Node(d), Confidence::Resolved);
@@ -1313,14 +1313,22 @@ impl<'g> Lookup<'g> {
             return found;
         }
         match self
-            .package_scope(scope.file, name, |n| n.kind.is_type_like())
+            .package_scope(scope.file, name, |n| self.can_be_base(n))
             .as_slice()
         {
             [] => {}
             [one] => return (Target::Node(*one), Confidence::Resolved),
             many => return (ambiguous(many), Confidence::Unresolved),
         }
-        global_answer(self.global(scope.file, name, |n| n.kind.is_type_like()))
+        global_answer(self.global(scope.file, name, |n| self.can_be_base(n)))
+    }
+
+    /// Whether a definition can be what a class inherits from: a type, or a Ruby module,
+    /// which classes and modules mix in (`include Loggable`).
+    fn can_be_base(&self, n: &Node) -> bool {
+        n.kind.is_type_like()
+            || (n.kind == ChunkKind::Module
+                && self.files[n.file as usize].language == Language::Ruby)
     }
 
     /// Definitions named `name` in the language family of `file`, outside function bodies,

@@ -110,26 +110,16 @@
 ]
 
 ; `require_once __DIR__ . '/../lib/util.php';`: the literal is a path from this file's
-; directory (it starts with `/`, see `path_files` in src/graph.rs).
-([
-  (require_expression
-    (binary_expression
-      left: (name) @_dir
-      right: (string (string_content) @import.module)))
-  (require_once_expression
-    (binary_expression
-      left: (name) @_dir
-      right: (string (string_content) @import.module)))
-  (include_expression
-    (binary_expression
-      left: (name) @_dir
-      right: (string (string_content) @import.module)))
-  (include_once_expression
-    (binary_expression
-      left: (name) @_dir
-      right: (string (string_content) @import.module)))
-]
-  (#eq? @_dir "__DIR__"))
+; directory (it starts with `/`, see `path_files` in src/graph.rs). The loading expression is
+; a wildcard checked by #kind?: its four kinds as alternatives took 30 ms to compile.
+((_
+  (binary_expression
+    left: (name) @_dir
+    right: (string (string_content) @import.module))) @_load
+  (#eq? @_dir "__DIR__")
+  (#kind? @_load
+    "require_expression" "require_once_expression" "include_expression"
+    "include_once_expression"))
 
 ; `class User extends Model implements JsonSerializable, HasName`.
 (class_declaration
