@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import math
 import textwrap
+from dataclasses import replace
 
 import pytest
 from benches.quality.__main__ import BenchError, _weight_changes, parse_args
@@ -20,6 +21,7 @@ from benches.quality.metrics import (
 from benches.quality.queries import (
     DECLARATION,
     DOC,
+    QUESTION,
     SourceFile,
     blank,
     clean_markup,
@@ -28,6 +30,7 @@ from benches.quality.queries import (
     first_sentence,
     is_good_sentence,
     is_target_path,
+    question_queries,
     sample_doc,
     sample_symbol,
 )
@@ -305,6 +308,29 @@ def test_declaration_queries_write_plain_names_as_their_language_declares_them()
     # a qualified name is already specific: only plain names get a keyword
     assert any("." in q.text for q in symbols)
     assert len(declared) == sum(1 for q in symbols if "." not in q.text and "::" not in q.text)
+
+
+def test_question_queries_ask_for_the_doc_queries_targets() -> None:
+    docs, _, _ = sample_doc("demo", _files(), 15, seed=7)
+    asked = question_queries("demo", docs, seed=7)
+    assert asked == question_queries("demo", docs, seed=7)
+    assert len(asked) == len(docs)
+    assert len({q.text.split(" ")[0] for q in asked}) > 1  # several phrasings
+    for doc, question in zip(docs, asked, strict=True):
+        assert question.family == QUESTION
+        assert (question.path, question.ranges, question.symbol) == (
+            doc.path,
+            doc.ranges,
+            doc.symbol,
+        )
+        sentence = doc.text.rstrip(" .")
+        assert sentence[1:] in question.text
+        assert question.text != doc.text
+    # A capitalised first word becomes lower case inside the question; a name keeps its case.
+    made = [replace(docs[0], text=t) for t in ("Returns the count.", "HTTP adapter.")]
+    first, second = question_queries("demo", made, seed=1)
+    assert "returns the count" in first.text
+    assert "HTTP adapter" in second.text
 
 
 def test_an_ablation_turns_rules_off_or_sets_them() -> None:

@@ -126,6 +126,33 @@ def test_plain_words_find_the_right_chunk(
     assert covers(hits[0], path, definition), [(h.path, h.symbol) for h in hits]
 
 
+def test_a_request_finds_the_code_not_prose_with_its_question_words(make_repo: MakeRepo) -> None:
+    """`where is the code that ...`: the words of the request are rare in code, and prose that
+    happens to use them (a heading "Where ...") must not outrank the code asked about."""
+    root = make_repo(
+        {
+            "README.md": "# Demo\n\n## Where the flags live\n\nWhere is everything? Find out "
+            "how the code is laid out, which part does what.\n",
+            "cli.py": "import sys\n\n\n"
+            "def parse_flags(argv):\n"
+            '    """Split the command line into flags and their values."""\n'
+            "    flags = {}\n"
+            "    for arg in argv:\n"
+            '        name, _, value = arg.lstrip("-").partition("=")\n'
+            "        flags[name] = value\n"
+            "    return flags\n",
+        }
+    )
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        for query in (
+            "where is the code that splits the flags",
+            "how does the code split the flags?",
+            "I'm looking for the function that splits flags",
+        ):
+            hits = index.search(query)
+            assert hits[0].path == "cli.py", (query, [(h.path, h.symbol) for h in hits])
+
+
 def test_language_filter(index: CodeIndex) -> None:
     hits = index.search("request token config cart", language="go")
     assert hits

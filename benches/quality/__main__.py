@@ -1,6 +1,7 @@
 """Retrieval quality of coderecall against BM25 windows and ripgrep on pinned corpora.
 
-    python -m benches.quality [--quick] [--projects a,b] [--family doc|symbol|declaration] [--json]
+    python -m benches.quality [--quick] [--projects a,b] [--json]
+                              [--family doc|question|symbol|declaration]
                               [--ablate RULE[,RULE+RULE...]] [--cap N] [--seed N] [--cache DIR]
 
 Prints markdown tables (or JSON with ``--json``); progress goes to stderr. Exit 0 on success,
@@ -36,11 +37,13 @@ from benches.quality.queries import (
     DECLARATION,
     DOC,
     FAMILIES,
+    QUESTION,
     SYMBOL,
     DocTarget,
     Query,
     declaration_queries,
     make_copy,
+    question_queries,
     sample_doc,
     sample_symbol,
     source_files,
@@ -214,10 +217,14 @@ def run_project(
     files = source_files(root)
     queries: list[Query] = []
     edits: dict[str, list[DocTarget]] = {}
-    if DOC in families:
+    if DOC in families or QUESTION in families:
         doc, edits, candidates = sample_doc(name, files, args.cap, args.seed)
-        queries += doc
-        info.candidates[DOC] = candidates
+        if DOC in families:
+            queries += doc
+            info.candidates[DOC] = candidates
+        if QUESTION in families:
+            queries += question_queries(name, doc, args.seed)
+            info.candidates[QUESTION] = candidates
     if SYMBOL in families or DECLARATION in families:
         symbol, candidates = sample_symbol(name, files, args.cap, args.seed)
         if SYMBOL in families:

@@ -26,8 +26,14 @@ from coderecall._native import detect_language, extract_symbols
 DOC = "doc"
 SYMBOL = "symbol"
 DECLARATION = "declaration"
-FAMILIES = (DOC, SYMBOL, DECLARATION)
-FAMILY_NAMES = {DOC: "doc-to-code", SYMBOL: "symbol", DECLARATION: "declaration"}
+QUESTION = "question"
+FAMILIES = (DOC, QUESTION, SYMBOL, DECLARATION)
+FAMILY_NAMES = {
+    DOC: "doc-to-code",
+    QUESTION: "doc as a question",
+    SYMBOL: "symbol",
+    DECLARATION: "declaration",
+}
 
 MIN_WORDS = 6
 MAX_WORDS = 40
@@ -516,6 +522,35 @@ def declaration_queries(symbols: Sequence[Query]) -> list[Query]:
         keyword = _KEYWORDS.get(query.language, {}).get(query.kind)
         if keyword and _IDENTIFIER.fullmatch(query.text):
             out.append(replace(query, family=DECLARATION, text=f"{keyword} {query.text}"))
+    return out
+
+
+_QUESTIONS = (
+    "where is the code that {}",
+    "find the function that {}",
+    "which function {}?",
+    "show me the code that {}",
+    "is there a function that {}?",
+    "I'm looking for the code that {}",
+    "how does the code {}?",
+    "what part of the code {}?",
+)
+
+
+def question_queries(project: str, docs: Sequence[Query], seed: int) -> list[Query]:
+    """The doc-to-code queries asked the way an agent asks (``where is the code that returns
+    the ...``): same targets, each wrapped in one of a few fixed phrasings (chosen with the
+    seed), so the words of the request itself, which code never contains, are in the query.
+    """
+    rng = _rng(seed, project, QUESTION)
+    out = []
+    for query in docs:
+        sentence = query.text.rstrip(" .")
+        first, _, rest = sentence.partition(" ")
+        if first[:1].isupper() and first[1:].islower():  # `Returns`, not `HTTP` or `Foo.bar`
+            sentence = f"{first.lower()} {rest}".rstrip()
+        text = rng.choice(_QUESTIONS).format(sentence)
+        out.append(replace(query, family=QUESTION, text=text))
     return out
 
 

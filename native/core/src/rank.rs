@@ -64,7 +64,11 @@ impl Query {
     pub fn parse(raw: &str) -> Query {
         let (raw, kinds) = declaration(raw.trim()).unwrap_or((raw.trim(), &[]));
         let class = classify_query(raw);
-        let terms = distinct_terms(raw);
+        let terms = distinct_terms(if class == QueryClass::NaturalLanguage {
+            request_body(raw)
+        } else {
+            raw
+        });
         let (segments, name) = if class == QueryClass::Identifier {
             let name = base_name(raw).trim_end_matches('-');
             (split_qualified(raw), name.to_owned())
@@ -173,6 +177,115 @@ pub fn distinct_terms(text: &str) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     terms.retain(|t| seen.insert(t.clone()));
     terms
+}
+
+/// What a request asks about, without the words that make it a request: `where is the code
+/// that parses flags` -> `parses flags`, `how does the watcher debounce` -> `the watcher
+/// debounce`, `I'm looking for the function that ...`. Those words are rare in code, so as
+/// terms they score high and match prose (a README heading "Where the index lives") rather
+/// than the code asked for. Only a request's opening counts: a question word with its
+/// auxiliary, a request verb before a question word or "the code / function / ...", or such
+/// a noun with its link word ("code that"); `find the user by id`, `where clause builder`
+/// and `line numbers` stay whole, and so does a request with nothing after its scaffold.
+fn request_body(raw: &str) -> &str {
+    // Openings that only say a request follows (`i'm` is one word once split).
+    const OPENINGS: &[&[&str]] = &[
+        &["please"],
+        &["can", "you"],
+        &["could", "you"],
+        &["would", "you"],
+        &["help", "me"],
+        &["i'm", "looking", "for"],
+        &["i’m", "looking", "for"],
+        &["i", "am", "looking", "for"],
+        &["we're", "looking", "for"],
+        &["we’re", "looking", "for"],
+        &["looking", "for"],
+        &["i", "need"],
+        &["we", "need"],
+        &["i", "want"],
+        &["is", "there"],
+        &["are", "there"],
+    ];
+    const VERBS: &[&str] = &[
+        "find", "show", "locate", "tell", "explain", "give", "point", "get", "search", "look",
+        "see",
+    ];
+    const QUESTIONS: &[&str] = &["where", "how", "what", "which", "why"];
+    const AUXILIARIES: &[&str] = &[
+        "is", "are", "was", "were", "does", "do", "did", "can", "could", "should", "would", "will",
+        "to",
+    ];
+    const DETERMINERS: &[&str] = &["the", "a", "an", "all", "any", "some", "our", "my"];
+    const PLACES: &[&str] = &[
+        "code",
+        "function",
+        "functions",
+        "method",
+        "methods",
+        "class",
+        "classes",
+        "logic",
+        "implementation",
+        "place",
+        "part",
+        "spot",
+        "snippet",
+        "line",
+        "lines",
+    ];
+    const LINKS: &[&str] = &["that", "which", "where", "for", "of", "to", "in"];
+    let words: Vec<(usize, &str)> = raw
+        .split_whitespace()
+        .map(|w| (w.as_ptr() as usize - raw.as_ptr() as usize, w))
+        .collect();
+    let is = |i: usize, set: &[&str]| {
+        words.get(i).is_some_and(|(_, w)| {
+            let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+            set.iter().any(|s| s.eq_ignore_ascii_case(w))
+        })
+    };
+    let mut next = 0;
+    let mut opened = false;
+    while let Some(opening) = OPENINGS
+        .iter()
+        .find(|o| o.iter().enumerate().all(|(k, w)| is(next + k, &[w])))
+    {
+        next += opening.len();
+        opened = true;
+    }
+    let verb = is(next, VERBS);
+    if verb {
+        next += 1;
+        if is(next, &["me", "us"]) {
+            next += 1;
+        }
+        if is(next, &["for", "to"]) {
+            next += 1;
+        }
+    }
+    let mut scaffold = false;
+    if is(next, QUESTIONS) {
+        if is(next + 1, AUXILIARIES) {
+            next += 2;
+            scaffold = true;
+        } else if is(next + 1, PLACES) || verb || opened {
+            next += 1;
+            scaffold = true;
+        }
+    }
+    // "the function that ...": after a request, or with its link word (`line numbers` and
+    // `code generation` are what they say).
+    let determiner = usize::from(is(next, DETERMINERS));
+    let linked = is(next + determiner + 1, LINKS);
+    if is(next + determiner, PLACES) && (scaffold || verb || opened || linked) {
+        next += determiner + 1 + usize::from(linked);
+        scaffold = true;
+    }
+    match words.get(next) {
+        Some(&(start, _)) if scaffold => &raw[start..],
+        _ => raw,
+    }
 }
 
 /// `[modifiers] keyword name[(...)]`, as code declares a name (`pub fn parse`, `class Foo`,
@@ -745,6 +858,53 @@ mod tests {
         assert_eq!(Query::parse("Client.send").segments, ["client", "send"]);
         assert!(Query::parse("tests for the parser").wants_tests);
         assert!(!Query::parse("parse the config").wants_tests);
+    }
+
+    #[test]
+    fn requests_lose_their_scaffold_words() {
+        for (request, body) in [
+            ("where is the code that parses flags", "parses flags"),
+            ("Where are tokens refreshed?", "tokens refreshed?"),
+            (
+                "how does the watcher debounce events",
+                "the watcher debounce events",
+            ),
+            ("how to parse json", "parse json"),
+            (
+                "find the function that returns the config",
+                "returns the config",
+            ),
+            ("show me the code that handles retries", "handles retries"),
+            ("which function creates a new store", "creates a new store"),
+            ("find where the config is loaded", "the config is loaded"),
+            ("can you find the method for parsing dates", "parsing dates"),
+            ("code that handles retries", "handles retries"),
+            (
+                "I'm looking for the function that parses flags",
+                "parses flags",
+            ),
+            ("is there a function that parses flags?", "parses flags?"),
+            (
+                "please help me find where tokens are refreshed",
+                "tokens are refreshed",
+            ),
+            ("I need the code for parsing dates", "parsing dates"),
+            // Content, not a request: left whole.
+            ("find the user by id", "find the user by id"),
+            ("where clause builder", "where clause builder"),
+            ("line numbers in the gutter", "line numbers in the gutter"),
+            (
+                "code generation for templates",
+                "code generation for templates",
+            ),
+            ("what is", "what is"),
+            ("where is the code", "where is the code"),
+        ] {
+            assert_eq!(request_body(request), body, "{request}");
+        }
+        let asked = Query::parse("where is the code that parses flags");
+        assert_eq!(asked.terms, Query::parse("parses flags").terms);
+        assert_eq!(asked.raw, "where is the code that parses flags");
     }
 
     #[test]
