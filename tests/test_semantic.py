@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from coderecall import CodeIndex, Embedder, load_embedder
@@ -71,6 +73,34 @@ def test_hybrid_search_fuses_channels_for_natural_language_only(
     assert all(hit.channels == ("lexical",) for hit in identifier)
     filtered = index.search("refresh the access token", language="markdown", limit=20)
     assert all(hit.language == "markdown" for hit in filtered)
+
+
+class _Recording:
+    """Embeds with a real engine and remembers the queries it was asked to embed."""
+
+    def __init__(self, engine: Embedder) -> None:
+        self.engine = engine
+        self.queries: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        return self.engine.embed(texts)
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        self.queries.append(text)
+        vector: npt.NDArray[np.float32] = self.engine.embed([text])[0]
+        return vector
+
+
+def test_a_request_is_embedded_without_its_opening(
+    indexed: CodeIndex, static_embedder: Embedder
+) -> None:
+    recording = _Recording(static_embedder)
+    native = native_of(indexed)
+    native.set_embedder(Embedder.delegate(recording, static_embedder.dims), "recording")
+    native.embed_pending()
+    indexed.search("where is the code that refreshes the access token")
+    indexed.search("refresh the access token")
+    assert recording.queries == ["refreshes the access token", "refresh the access token"]
 
 
 def test_the_graph_is_derived_and_rebuilt_without_the_model(

@@ -1350,7 +1350,7 @@ impl Engine {
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(semantic) = semantic.as_ref() {
-                let nearest = semantic.search(&query.raw, allowed)?;
+                let nearest = semantic.search(&query.body, allowed)?;
                 if !nearest.is_empty() {
                     return Ok(crate::semantic::fuse(&lexical, &nearest, semantic.weight));
                 }

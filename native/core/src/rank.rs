@@ -39,6 +39,8 @@ pub enum PathClass {
 #[derive(Clone, Debug)]
 pub struct Query {
     pub raw: String,
+    /// What a plain-language request asks about ([`request_body`]); `raw` otherwise.
+    pub body: String,
     pub class: QueryClass,
     /// Analyzer tokens, deduplicated, in query order.
     pub terms: Vec<String>,
@@ -64,11 +66,12 @@ impl Query {
     pub fn parse(raw: &str) -> Query {
         let (raw, kinds) = declaration(raw.trim()).unwrap_or((raw.trim(), &[]));
         let class = classify_query(raw);
-        let terms = distinct_terms(if class == QueryClass::NaturalLanguage {
+        let body = if class == QueryClass::NaturalLanguage {
             request_body(raw)
         } else {
             raw
-        });
+        };
+        let terms = distinct_terms(body);
         let (segments, name) = if class == QueryClass::Identifier {
             let name = base_name(raw).trim_end_matches('-');
             (split_qualified(raw), name.to_owned())
@@ -95,6 +98,7 @@ impl Query {
         };
         Query {
             raw: raw.to_owned(),
+            body: body.to_owned(),
             class,
             prints: terms.iter().map(|t| fingerprint(t)).collect(),
             terms,
@@ -905,6 +909,8 @@ mod tests {
         let asked = Query::parse("where is the code that parses flags");
         assert_eq!(asked.terms, Query::parse("parses flags").terms);
         assert_eq!(asked.raw, "where is the code that parses flags");
+        assert_eq!(asked.body, "parses flags");
+        assert_eq!(Query::parse("parse_args").body, "parse_args");
     }
 
     #[test]
