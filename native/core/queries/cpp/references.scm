@@ -25,31 +25,20 @@
 
 ; Qualified calls, captured whole and split on the last `::`: `Shape::log()` (a base
 ; class's method or a static one), `util::clamp()`, `a::b::f()`, `::global()`.
-(call_expression
+; One pattern for any depth: the name is a wildcard whose kind is checked (#kind?), which
+; compiles in a fraction of the time of the nested patterns it replaced; template arguments
+; anywhere in the name are left to the template patterns below.
+((call_expression
   function: (qualified_identifier
     scope: (namespace_identifier)
-    name: (identifier)) @call.name)
+    name: _ @_name) @call.name)
+  (#kind? @_name "identifier" "qualified_identifier")
+  (#not-match? @call.name "<"))
 
 (call_expression
   function: (qualified_identifier
     !scope
     name: (identifier)) @call.name)
-
-(call_expression
-  function: (qualified_identifier
-    scope: (namespace_identifier)
-    name: (qualified_identifier
-      scope: (namespace_identifier)
-      name: (identifier))) @call.name)
-
-(call_expression
-  function: (qualified_identifier
-    scope: (namespace_identifier)
-    name: (qualified_identifier
-      scope: (namespace_identifier)
-      name: (qualified_identifier
-        scope: (namespace_identifier)
-        name: (identifier)))) @call.name)
 
 ; `Base<T>::f()`: the class without its template arguments.
 (call_expression
