@@ -1201,6 +1201,25 @@ impl<'g> Lookup<'g> {
                 .copied()
                 .filter(|&m| same_family(self.files[self.node(m).file as usize].language, lang))
                 .collect();
+            // The whole path as written (`shapes::detail::clamp01`) ending a definition's own
+            // path says more than a unique owner and name: it names where the call goes.
+            if segments.len() > 1 {
+                let spelled: Vec<u32> = family
+                    .iter()
+                    .copied()
+                    .filter(|&m| {
+                        let path = split_segments(&self.node(m).local_path);
+                        path.len() > segments.len()
+                            && path[path.len() - segments.len() - 1..]
+                                .iter()
+                                .zip(segments.iter().chain([&name]))
+                                .all(|(a, b)| a == b)
+                    })
+                    .collect();
+                if let [one] = spelled.as_slice() {
+                    return Some((Target::Node(*one), Confidence::Resolved));
+                }
+            }
             if !family.is_empty() {
                 return Some(global_answer(family));
             }
