@@ -1204,17 +1204,11 @@ impl<'g> Lookup<'g> {
             // The whole path as written (`shapes::detail::clamp01`) ending a definition's own
             // path says more than a unique owner and name: it names where the call goes.
             if segments.len() > 1 {
+                let written: Vec<&str> = segments.iter().copied().chain([name]).collect();
                 let spelled: Vec<u32> = family
                     .iter()
                     .copied()
-                    .filter(|&m| {
-                        let path = split_segments(&self.node(m).local_path);
-                        path.len() > segments.len()
-                            && path[path.len() - segments.len() - 1..]
-                                .iter()
-                                .zip(segments.iter().chain([&name]))
-                                .all(|(a, b)| a == b)
-                    })
+                    .filter(|&m| split_segments(&self.node(m).local_path).ends_with(&written))
                     .collect();
                 if let [one] = spelled.as_slice() {
                     return Some((Target::Node(*one), Confidence::Resolved));

@@ -192,18 +192,18 @@ pub fn distinct_terms(text: &str) -> Vec<String> {
 /// a noun with its link word ("code that"); `find the user by id`, `where clause builder`
 /// and `line numbers` stay whole, and so does a request with nothing after its scaffold.
 fn request_body(raw: &str) -> &str {
-    // Openings that only say a request follows (`i'm` is one word once split).
+    // Openings that only say a request follows; several may follow one another (`i'm` +
+    // `looking for`), and they strip nothing unless a question word or a place noun follows.
     const OPENINGS: &[&[&str]] = &[
         &["please"],
         &["can", "you"],
         &["could", "you"],
         &["would", "you"],
         &["help", "me"],
-        &["i'm", "looking", "for"],
-        &["i’m", "looking", "for"],
-        &["i", "am", "looking", "for"],
-        &["we're", "looking", "for"],
-        &["we’re", "looking", "for"],
+        &["i'm"],
+        &["i", "am"],
+        &["we're"],
+        &["we", "are"],
         &["looking", "for"],
         &["i", "need"],
         &["we", "need"],
@@ -245,8 +245,11 @@ fn request_body(raw: &str) -> &str {
         .collect();
     let is = |i: usize, set: &[&str]| {
         words.get(i).is_some_and(|(_, w)| {
-            let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
-            set.iter().any(|s| s.eq_ignore_ascii_case(w))
+            // A typographic apostrophe (`I’m`) reads as the plain one.
+            let w = w
+                .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '\u{2019}')
+                .replace('\u{2019}', "'");
+            set.iter().any(|s| s.eq_ignore_ascii_case(&w))
         })
     };
     let mut next = 0;
@@ -893,6 +896,11 @@ mod tests {
                 "tokens are refreshed",
             ),
             ("I need the code for parsing dates", "parsing dates"),
+            ("I’m looking for the code that parses flags", "parses flags"),
+            (
+                "we are leaking memory in the watcher",
+                "we are leaking memory in the watcher",
+            ),
             // Content, not a request: left whole.
             ("find the user by id", "find the user by id"),
             ("where clause builder", "where clause builder"),
