@@ -440,7 +440,6 @@ def test_every_skip_reason_is_reported(project: Path, tmp_path: Path) -> None:
     )
     with (project / "dump.sql").open("wb") as file:
         file.truncate(50 * 1024 * 1024)
-    (project / "latin1.txt").write_bytes("café crème brûlée\n".encode("latin-1"))
     (project / "debug.log").write_text("ignored by .gitignore\n")
     (project / "alias.py").symlink_to("src/shop/auth.py")
     (project / "web" / "vendor.min.js").write_text("function a(){return 1}\n")
@@ -450,7 +449,6 @@ def test_every_skip_reason_is_reported(project: Path, tmp_path: Path) -> None:
     expected = {
         "binary": "assets/logo.png",
         "too large": "dump.sql",
-        "not valid UTF-8": "latin1.txt",
         "ignored": "debug.log",
         "symlink": "alias.py",
         "no parser": "web/vendor.min.js",
@@ -458,7 +456,66 @@ def test_every_skip_reason_is_reported(project: Path, tmp_path: Path) -> None:
     assert report.skipped == dict.fromkeys(expected, 1)
     assert report.skipped_examples == {reason: (path,) for reason, path in expected.items()}
     assert report.files_parsed == SAMPLE_FILES
+    assert report.decoded == {}
     assert index.status().last_report == report
+
+
+def test_text_that_is_not_utf8_is_decoded_and_reported(project: Path) -> None:
+    legacy = "# (c) 1998 Jürgen Müller, “résumé” parser\ndef parse_resume(text):\n    return 1\n"
+    (project / "src" / "legacy.py").write_bytes(legacy.encode("cp1252"))
+    (project / "src" / "Mailer.cs").write_text(
+        "// Überblick\nclass InvoiceMailer { }\n", encoding="utf-16"
+    )
+    (project / "notes.md").write_bytes(b"# Caf\xc3\xa9\n\nbroken \xe9 byte\n")
+
+    with CodeIndex(project) as index:
+        report = index.index()
+        assert report.decoded == {
+            "UTF-16LE": 1,
+            "UTF-8 with invalid bytes replaced": 1,
+            "Windows-1252": 1,
+        }
+        assert report.decoded_examples == {
+            "UTF-16LE": ("src/Mailer.cs",),
+            "UTF-8 with invalid bytes replaced": ("notes.md",),
+            "Windows-1252": ("src/legacy.py",),
+        }
+        assert report.skipped.keys() <= {"ignored"}
+        hit = index.search("Jürgen Müller résumé")[0]
+        assert hit.path == "src/legacy.py"
+        assert "Jürgen Müller, “résumé” parser" in (hit.content or "")
+        assert index.search("InvoiceMailer")[0].path == "src/Mailer.cs"
+        hit = index.search("broken byte")[0]
+        assert (hit.path, hit.start_line) == ("notes.md", 1)
+        assert "# Café\n\nbroken \ufffd byte" in (hit.content or "")
+        # Nothing new to decode the second time: the report counts this run's work.
+        assert index.index().decoded == {}
+
+
+def test_a_file_an_older_release_skipped_as_not_utf8_is_read_again(project: Path) -> None:
+    legacy = project / "src" / "legacy.py"
+    legacy.write_bytes("# Müller\ndef reconcile_ledger():\n    pass\n".encode("latin-1"))
+    with CodeIndex(project) as index:
+        index.index()
+        db = index.status().index_dir / "index.db"
+    # What a release that skipped such files remembered about it.
+    with closing(sqlite3.connect(db)) as conn, conn:
+        stat = legacy.stat()
+        conn.execute("DELETE FROM view_files WHERE path = 'src/legacy.py'")
+        conn.execute(
+            "INSERT INTO skipped_files (view_id, path, mtime_ns, size, reason) "
+            "SELECT id, 'src/legacy.py', ?, ?, 'not valid UTF-8' FROM views",
+            (stat.st_mtime_ns, stat.st_size),
+        )
+    with CodeIndex(project) as index:
+        report = index.index()
+        assert report.files_unchanged == report.files_seen - 1
+        assert report.skipped.keys() <= {"ignored"}
+        assert index.search("reconcile_ledger")[0].path == "src/legacy.py"
+    with closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("SELECT count(*) FROM skipped_files").fetchone() == (0,)
+        indexed = conn.execute("SELECT count(*) FROM view_files WHERE path = 'src/legacy.py'")
+        assert indexed.fetchone() == (1,)
 
 
 @pytest.mark.slow

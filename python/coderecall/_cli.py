@@ -373,11 +373,15 @@ def _print_report(console: Console, report: IndexReport) -> None:
         rows.append(
             ("embedded", f"{report.chunks_embedded:,} chunks{pending} ({report.embedding_model})")
         )
-    if report.skipped:
-        rows.append(("skipped", _counts(report.skipped)))
-        for reason, examples in report.skipped_examples.items():
-            more = report.skipped[reason] - len(examples)
-            rows.append(("", f"{reason}: {', '.join(examples)}" + (f", +{more:,}" if more else "")))
+    for label, counts, examples_of in (
+        ("decoded", report.decoded, report.decoded_examples),
+        ("skipped", report.skipped, report.skipped_examples),
+    ):
+        if counts:
+            rows.append((label, _counts(counts)))
+            for key, examples in examples_of.items():
+                more = f", +{counts[key] - len(examples):,}" if counts[key] > len(examples) else ""
+                rows.append(("", f"{key}: {', '.join(examples)}{more}"))
     _print_rows(console, rows)
 
 

@@ -11,8 +11,8 @@ collected. When the root itself lies in a directory the enclosing repository ign
 user asked for it explicitly, so the rules from above the root are dropped.
 
 Nothing is skipped silently: every file left out is listed under one of the reasons below,
-which are the same strings the core uses for what it skips later ("binary", "not valid UTF-8",
-"no parser", "deleted"):
+which are the same strings the core uses for what it skips later ("binary", "no parser",
+"deleted"):
 
 ``"ignored"``
     matched by a gitignore rule or an exclude glob, or not matched by the include globs.

@@ -274,6 +274,9 @@ class CodeIndex:
         embedding = self._embed(native, progress) if embed else _Embedded()
         for path, reason in stats["skipped"]:
             skipped.setdefault(reason, []).append(path)
+        decoded: dict[str, list[str]] = {}
+        for path, encoding in stats["decoded"]:
+            decoded.setdefault(encoding, []).append(path)
         report = IndexReport(
             root=self._root,
             files_seen=len(collection.files),
@@ -285,12 +288,11 @@ class CodeIndex:
             symbols_added=stats["symbols_added"],
             bytes_parsed=stats["bytes_parsed"],
             skipped={reason: len(paths) for reason, paths in sorted(skipped.items())},
-            skipped_examples={
-                reason: tuple(sorted(paths)[:_EXAMPLES_PER_REASON])
-                for reason, paths in sorted(skipped.items())
-            },
+            skipped_examples=_examples(skipped),
             seconds=time.perf_counter() - started,
             generation=stats["generation"],
+            decoded={encoding: len(paths) for encoding, paths in sorted(decoded.items())},
+            decoded_examples=_examples(decoded),
             embedding_model=embedding.model_id,
             chunks_embedded=embedding.done,
             embeddings_pending=embedding.pending,
@@ -918,6 +920,14 @@ class CodeIndex:
         native = self._native
         if native is not None:
             native.cancel()
+
+
+def _examples(paths_by_key: dict[str, list[str]]) -> dict[str, tuple[str, ...]]:
+    """A few paths of each reason or encoding of a report, in order."""
+    return {
+        key: tuple(sorted(paths)[:_EXAMPLES_PER_REASON])
+        for key, paths in sorted(paths_by_key.items())
+    }
 
 
 def _as_list(value: str | Sequence[str] | None) -> list[str]:

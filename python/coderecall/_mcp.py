@@ -275,7 +275,9 @@ class McpService:
             self._update_error = None
             self._first_update.set()
             data = report.to_dict()
-            data.pop("skipped_examples")  # "skipped" has the counts; examples cost tokens
+            # The counts are in "skipped" and "decoded"; examples cost tokens.
+            data.pop("skipped_examples")
+            data.pop("decoded_examples")
             return self._answer({"report": data})
 
     def status(self) -> str:

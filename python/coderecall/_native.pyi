@@ -177,6 +177,9 @@ class UpdateStats(TypedDict):
     bytes_parsed: int
     generation: int
     skipped: list[tuple[str, str]]
+    decoded: list[tuple[str, str]]
+    """``(path, encoding)`` of the files parsed whose text was not UTF-8 (``"Windows-1252"``,
+    ``"UTF-16LE"``, ``"UTF-16BE"``, ``"UTF-8 with invalid bytes replaced"``)."""
 
 class HitDict(TypedDict):
     path: str
@@ -338,8 +341,8 @@ class NativeIndex:
         """The view as ``path -> (mtime_ns, size, skip reason)``, for stat-based deltas;
         with ``under``, only those paths and the paths below them.
 
-        Indexed files have no reason. Files skipped for their content (binary, not valid
-        UTF-8, no parser) are remembered with their reason until their stat changes.
+        Indexed files have no reason. Files skipped for their content (binary, no parser)
+        are remembered with their reason until their stat changes.
         """
 
     def update(
@@ -352,7 +355,8 @@ class NativeIndex:
         """Index ``files`` (``(relative path, mtime_ns, size)``) and drop ``removed``.
 
         Reads, hashes and parses in parallel with the GIL released, then publishes the new
-        state atomically. Files that cannot be indexed are listed in ``skipped`` with a reason.
+        state atomically. Files that cannot be indexed are listed in ``skipped`` with a reason;
+        files that were not UTF-8 are decoded and listed in ``decoded``.
         """
 
     def progress(self) -> tuple[int, int]:

@@ -69,6 +69,12 @@ class IndexReport:
     seconds: float
     generation: int
     """Number of the index state this run published."""
+    decoded: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """Files parsed by this run whose text was not UTF-8, by how they were decoded
+    (``"Windows-1252"``, ``"UTF-16LE"``, ``"UTF-16BE"``, ``"UTF-8 with invalid bytes
+    replaced"``): indexed all the same."""
+    decoded_examples: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """Encoding -> a few of those paths."""
     embedding_model: str | None = None
     """The semantic channel's model id, or ``None`` when the index is lexical-only."""
     chunks_embedded: int = 0
@@ -86,6 +92,8 @@ class IndexReport:
         data["notices"] = list(self.notices)
         data["skipped"] = dict(self.skipped)
         data["skipped_examples"] = {k: list(v) for k, v in self.skipped_examples.items()}
+        data["decoded"] = dict(self.decoded)
+        data["decoded_examples"] = {k: list(v) for k, v in self.decoded_examples.items()}
         return data
 
     @classmethod

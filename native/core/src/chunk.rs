@@ -17,7 +17,8 @@ use crate::hash::content_hash;
 use crate::lang::{Language, SyntaxQuery};
 use crate::refs::{MAX_REFS, Ref};
 
-/// Bumped whenever the chunks, symbols or references produced for a text change. It seeds
+/// Bumped whenever the chunks, symbols or references produced for a text change, or which
+/// files are skipped (their remembered skips are then read again too). It seeds
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.

@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use crate::bm25::{AnalyzedDoc, Bm25Index, Bm25Params, DocFields, analyze_doc};
 use crate::chunk::{Chunk, ChunkKind, FileChunks, chunk_file, join_symbol_path};
+use crate::decode::Encoding;
 use crate::error::{Error, Result};
 use crate::graph::Graph;
 use crate::hash::{IntMap, file_hash};
@@ -76,7 +77,6 @@ pub enum SkipReason {
     Binary,
     TooLarge,
     Unreadable,
-    InvalidUtf8,
     NoParser,
     Deleted,
     Symlink,
@@ -87,10 +87,16 @@ impl SkipReason {
     /// is neither read again nor forgotten in reports.
     #[must_use]
     pub fn is_sticky(self) -> bool {
-        matches!(
-            self,
-            SkipReason::Binary | SkipReason::InvalidUtf8 | SkipReason::NoParser
-        )
+        matches!(self, SkipReason::Binary | SkipReason::NoParser)
+    }
+
+    /// The sticky reason `name` names, if this release still skips for it: a file remembered
+    /// under a retired reason ("not valid UTF-8" before such files were decoded) is read again.
+    #[must_use]
+    pub fn sticky_named(name: &str) -> Option<SkipReason> {
+        [SkipReason::Binary, SkipReason::NoParser]
+            .into_iter()
+            .find(|reason| reason.name() == name)
     }
 
     #[must_use]
@@ -99,7 +105,6 @@ impl SkipReason {
             SkipReason::Binary => "binary",
             SkipReason::TooLarge => "too large",
             SkipReason::Unreadable => "unreadable",
-            SkipReason::InvalidUtf8 => "not valid UTF-8",
             SkipReason::NoParser => "no parser",
             SkipReason::Deleted => "deleted",
             SkipReason::Symlink => "symlink",
@@ -125,6 +130,8 @@ pub struct UpdateStats {
     pub bytes_parsed: u64,
     pub generation: u64,
     pub skipped: Vec<(String, SkipReason)>,
+    /// Paths parsed in this update whose text was not UTF-8, and how it was decoded.
+    pub decoded: Vec<(String, Encoding)>,
 }
 
 impl UpdateStats {
@@ -138,6 +145,7 @@ impl UpdateStats {
         self.bytes_parsed += later.bytes_parsed;
         self.generation = later.generation;
         self.skipped.extend(later.skipped);
+        self.decoded.extend(later.decoded);
     }
 }
 
@@ -710,9 +718,19 @@ impl Engine {
 
     /// The view as `(path, mtime_ns, size, skip reason)`, for the caller's stat-based delta
     /// (only the paths at or below `under` when given): indexed files have no reason;
-    /// remembered skips have theirs.
+    /// remembered skips have theirs. A skip remembered for a reason this release no longer
+    /// skips for has a stale stat, so the file is read again.
     pub fn file_stats(&self, under: Option<&[&str]>) -> Result<Vec<FileStat>> {
-        Self::lock(&self.reader).file_stats(self.view, under)
+        let mut stats = Self::lock(&self.reader).file_stats(self.view, under)?;
+        for (_, mtime_ns, _, reason) in &mut stats {
+            if reason
+                .as_deref()
+                .is_some_and(|name| SkipReason::sticky_named(name).is_none())
+            {
+                *mtime_ns = -1;
+            }
+        }
+        Ok(stats)
     }
 
     /// The ranking factors in use, by name.
@@ -951,19 +969,20 @@ impl Engine {
         self.check_cancel()?;
         let dictionary = dictionary?;
         // Still largest first: one file per task again.
-        let parsed: Vec<(i64, std::result::Result<FileVersion, SkipReason>)> = chunked
+        let parsed: Vec<_> = chunked
             .into_par_iter()
             .with_max_len(1)
             .map(|(r, chunked)| {
-                let version = chunked.map(|(language, text, chunks)| {
-                    FileVersion::new(
+                let version = chunked.map(|(language, text, chunks, encoding)| {
+                    let version = FileVersion::new(
                         r.hash,
                         language,
                         r.bytes.len() as u64,
-                        text,
+                        &text,
                         chunks,
                         dictionary,
-                    )
+                    );
+                    (version, encoding)
                 });
                 (r.hash, version)
             })
@@ -975,9 +994,13 @@ impl Engine {
         }
         let mut versions = Vec::new();
         let mut failed: HashMap<i64, SkipReason> = HashMap::new();
+        let mut decoded: HashMap<i64, Encoding> = HashMap::new();
         for (hash, p) in parsed {
             match p {
-                Ok(v) => {
+                Ok((v, encoding)) => {
+                    if encoding != Encoding::Utf8 {
+                        decoded.insert(hash, encoding);
+                    }
                     stats.bytes_parsed += v.size;
                     stats.chunks_added += v.chunks.len() as u64;
                     stats.symbols_added += v.symbols.len() as u64;
@@ -994,6 +1017,9 @@ impl Engine {
             if let Some(reason) = failed.get(&r.hash) {
                 stats.skipped.push((r.path.clone(), *reason));
             } else {
+                if let Some(encoding) = decoded.get(&r.hash) {
+                    stats.decoded.push((r.path.clone(), *encoding));
+                }
                 upserts.push(ViewUpdate {
                     path: r.path.clone(),
                     file_hash: r.hash,
@@ -2010,7 +2036,7 @@ fn read_file(
         (&mut file)
             .take(BINARY_SNIFF_BYTES as u64)
             .read_to_end(&mut bytes)?;
-        if bytes.contains(&0) {
+        if bytes.contains(&0) && crate::decode::utf16_bom(&bytes).is_none() {
             return Ok(true);
         }
         file.take(max_file_bytes + 1 - bytes.len() as u64)
@@ -2039,13 +2065,26 @@ fn read_file(
     })
 }
 
-/// A file read: its language, its text (byte-order mark removed) and its chunks.
-fn chunk_read(r: &Read_) -> std::result::Result<(Language, &str, FileChunks), SkipReason> {
-    let text = std::str::from_utf8(&r.bytes).map_err(|_| SkipReason::InvalidUtf8)?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let head = &r.bytes[..r.bytes.len().min(BINARY_SNIFF_BYTES)];
+/// A file read: its language, its text (decoded, byte-order mark removed), its chunks, and
+/// how its bytes were decoded.
+fn chunk_read(
+    r: &Read_,
+) -> std::result::Result<(Language, Cow<'_, str>, FileChunks, Encoding), SkipReason> {
+    let (decoded, encoding) = crate::decode::decode(&r.bytes);
+    let text = match decoded {
+        Cow::Borrowed(text) => Cow::Borrowed(text.strip_prefix('\u{feff}').unwrap_or(text)),
+        Cow::Owned(text) => match text.strip_prefix('\u{feff}') {
+            Some(rest) => Cow::Owned(rest.to_owned()),
+            None => Cow::Owned(text),
+        },
+    };
+    if encoding != Encoding::Utf8 && text.contains('\0') {
+        return Err(SkipReason::Binary); // UTF-16 that decodes to binary content
+    }
+    let head = &text.as_bytes()[..text.len().min(BINARY_SNIFF_BYTES)];
     let language = Language::detect(&r.path, head).ok_or(SkipReason::NoParser)?;
-    Ok((language, text, chunk_file(text, language)))
+    let chunks = chunk_file(&text, language);
+    Ok((language, text, chunks, encoding))
 }
 
 /// Parsing this much new text at once (a first index, mostly) trains a dictionary for the
@@ -2468,19 +2507,10 @@ def slugify(text):
             ("ok.py", UTIL),
             ("bin.dat", "a\0b"),
             ("big.py", &"x = 1\n".repeat(300)),
-            ("latin1.py", ""),
         ]);
-        fs::write(repo.root.path().join("latin1.py"), b"name = '\xe9t\xe9'\n").unwrap();
         repo.write("app.min.js", "var a=1;");
         let engine = repo.open();
-        let inputs = repo.inputs(&[
-            "ok.py",
-            "bin.dat",
-            "big.py",
-            "latin1.py",
-            "app.min.js",
-            "gone.py",
-        ]);
+        let inputs = repo.inputs(&["ok.py", "bin.dat", "big.py", "app.min.js", "gone.py"]);
         let stats = engine.update(repo.root.path(), &inputs, &[], 1000).unwrap();
         let reasons: HashMap<&str, &str> = stats
             .skipped
@@ -2489,7 +2519,6 @@ def slugify(text):
             .collect();
         assert_eq!(reasons["bin.dat"], "binary");
         assert_eq!(reasons["big.py"], "too large");
-        assert_eq!(reasons["latin1.py"], "not valid UTF-8");
         assert_eq!(reasons["app.min.js"], "no parser");
         assert_eq!(reasons["gone.py"], "deleted");
         let stats_now = engine.file_stats(None).unwrap();
@@ -2499,7 +2528,6 @@ def slugify(text):
             .collect();
         assert_eq!(remembered["ok.py"], None);
         assert_eq!(remembered["bin.dat"], Some("binary"));
-        assert_eq!(remembered["latin1.py"], Some("not valid UTF-8"));
         assert_eq!(remembered["app.min.js"], Some("no parser"));
         assert!(
             !remembered.contains_key("big.py") && !remembered.contains_key("gone.py"),
@@ -2510,7 +2538,7 @@ def slugify(text):
             .update(repo.root.path(), &repo.inputs(&["ok.py"]), &[], 1 << 20)
             .unwrap();
         assert_eq!(stats.files_reused, 1);
-        fs::write(repo.root.path().join("ok.py"), b"\xff\xfe bad").unwrap();
+        fs::write(repo.root.path().join("ok.py"), b"x = 1\0\0\0").unwrap();
         let stats = engine
             .update(repo.root.path(), &repo.inputs(&["ok.py"]), &[], 1 << 20)
             .unwrap();
@@ -2521,6 +2549,87 @@ def slugify(text):
                 .unwrap()
                 .iter()
                 .all(|(_, _, _, reason)| reason.is_some())
+        );
+    }
+
+    /// A file that is not UTF-8 is decoded and indexed, and says how; one remembered as
+    /// skipped for it by an older release is read again.
+    #[test]
+    fn text_that_is_not_utf8_is_decoded_and_searchable() {
+        let repo = Repo::new(&[("ok.py", UTIL)]);
+        let root = repo.root.path();
+        fs::write(
+            root.join("legacy.c"),
+            b"/* \xa9 1998 J\xfcrgen M\xfcller */\nint checksum_block(int n) { return n; }\n",
+        )
+        .unwrap();
+        fs::write(
+            root.join("mixed.py"),
+            b"# caf\xc3\xa9 \xe9\ndef reconcile_ledger():\n    return 1\n",
+        )
+        .unwrap();
+        let utf16: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain(
+                "// Überblick\nclass InvoiceMailer { }\n"
+                    .encode_utf16()
+                    .flat_map(u16::to_le_bytes),
+            )
+            .collect();
+        fs::write(root.join("Mailer.cs"), utf16).unwrap();
+        let engine = repo.open();
+        let inputs = repo.inputs(&["ok.py", "legacy.c", "mixed.py", "Mailer.cs"]);
+        let stats = engine.update(root, &inputs, &[], 1 << 20).unwrap();
+        assert!(stats.skipped.is_empty(), "{:?}", stats.skipped);
+        let mut decoded: Vec<(&str, Encoding)> = stats
+            .decoded
+            .iter()
+            .map(|(p, e)| (p.as_str(), *e))
+            .collect();
+        decoded.sort_unstable();
+        assert_eq!(
+            decoded,
+            [
+                ("Mailer.cs", Encoding::Utf16Le),
+                ("legacy.c", Encoding::Windows1252),
+                ("mixed.py", Encoding::Utf8Lossy),
+            ]
+        );
+        assert_eq!(top(&engine, "checksum_block").0, "legacy.c");
+        assert_eq!(top(&engine, "reconcile_ledger").0, "mixed.py");
+        assert_eq!(top(&engine, "InvoiceMailer").0, "Mailer.cs");
+        let hit = search(&engine, "Jürgen Müller")
+            .into_iter()
+            .find(|h| h.path == "legacy.c")
+            .expect("the decoded comment is searchable");
+        let content = hit.content.unwrap_or_default();
+        assert!(content.contains("© 1998 Jürgen Müller"), "{content}");
+
+        // An older release remembered such a file as skipped: it is read again.
+        drop(engine);
+        rusqlite::Connection::open(repo.index.path().join("index.db"))
+            .unwrap()
+            .execute_batch(
+                "DELETE FROM view_files WHERE path = 'legacy.c';
+                 INSERT INTO skipped_files (view_id, path, mtime_ns, size, reason)
+                 SELECT id, 'legacy.c', 1, 2, 'not valid UTF-8' FROM views;",
+            )
+            .unwrap();
+        let engine = repo.open();
+        let stale: Vec<_> = engine
+            .file_stats(None)
+            .unwrap()
+            .into_iter()
+            .filter(|(p, ..)| p == "legacy.c")
+            .collect();
+        assert_eq!(
+            stale,
+            [(
+                "legacy.c".to_owned(),
+                -1,
+                2,
+                Some("not valid UTF-8".to_owned())
+            )]
         );
     }
 

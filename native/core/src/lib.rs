@@ -1,6 +1,7 @@
 //! coderecall-core: the pure-Rust engine behind coderecall.
 //!
 //! Modules, in pipeline order:
+//! - [`decode`]: a file's text from its bytes (UTF-8, else UTF-16 or a legacy encoding).
 //! - [`lang`]: language registry (extensions, tree-sitter grammars, definition queries).
 //! - [`chunk`]: semantic chunking and symbol extraction.
 //! - [`analyzer`]: the code-aware tokenizer shared by indexing and queries.
@@ -14,6 +15,7 @@ pub mod analyzer;
 pub mod bm25;
 pub mod centred;
 pub mod chunk;
+pub mod decode;
 pub mod dot;
 #[cfg(feature = "embed")]
 pub mod embed;

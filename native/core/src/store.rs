@@ -569,7 +569,10 @@ impl Store {
             .optional()?;
         let current = crate::chunk::VERSION.to_string();
         if chunker.as_deref() != Some(current.as_str()) {
-            tx.execute("UPDATE view_files SET mtime_ns = -1", [])?;
+            // Remembered skips too: a new release may parse what an older one could not.
+            tx.execute_batch(
+                "UPDATE view_files SET mtime_ns = -1; UPDATE skipped_files SET mtime_ns = -1;",
+            )?;
             // Versions stored before now can never be known again: garbage once orphaned.
             tx.execute(
                 "INSERT OR REPLACE INTO meta (key, value)
@@ -1955,13 +1958,20 @@ mod tests {
             vec![1],
             "same chunker: nothing to read again"
         );
+        // A file skipped for its content is read again too (a new release may parse it).
         store
             .conn
-            .execute("UPDATE meta SET value = '0' WHERE key = 'chunker'", [])
+            .execute_batch(
+                "UPDATE meta SET value = '0' WHERE key = 'chunker';
+                 INSERT INTO skipped_files (view_id, path, mtime_ns, size, reason)
+                 SELECT id, 'b.xyz', 1, 1, 'no parser' FROM views;",
+            )
             .unwrap();
         drop(store);
         let store = Store::open(&dir.path().join("index.db")).unwrap();
         assert_eq!(mtimes(&store), vec![-1]);
+        let skipped: Vec<i64> = column(&store, "SELECT mtime_ns FROM skipped_files");
+        assert_eq!(skipped, vec![-1]);
         let chunker: String = store
             .conn
             .query_row("SELECT value FROM meta WHERE key = 'chunker'", [], |r| {

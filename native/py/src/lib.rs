@@ -457,6 +457,12 @@ fn update_dict<'py>(py: Python<'py>, s: &UpdateStats) -> PyResult<Bound<'py, PyD
         .map(|(p, r)| (p.as_str(), r.name()))
         .collect();
     d.set_item("skipped", skipped)?;
+    let decoded: Vec<(&str, &str)> = s
+        .decoded
+        .iter()
+        .filter_map(|(p, e)| Some((p.as_str(), e.name()?)))
+        .collect();
+    d.set_item("decoded", decoded)?;
     Ok(d)
 }
 

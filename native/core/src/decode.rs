@@ -1,0 +1,148 @@
+//! A file's text from its bytes. UTF-8 is read as it is; a file that is not UTF-8 is decoded
+//! rather than left out of the index, since one accented letter in a comment would otherwise
+//! hide all of its code from search.
+//!
+//! - A UTF-16 byte-order mark (`FF FE`, `FE FF`): UTF-16 of that byte order (Windows editors
+//!   still save resource files, scripts and C# sources so).
+//! - Bytes that are not UTF-8 and hold no valid UTF-8 beyond ASCII: a legacy single-byte
+//!   encoding, read as Windows-1252 (what the web reads for "Latin-1" too): accented letters,
+//!   curly quotes and dashes come out right.
+//! - UTF-8 with a few invalid bytes (a file edited in two encodings, a truncated character):
+//!   each invalid sequence becomes U+FFFD and the rest stays as written.
+//!
+//! A UTF-8 byte-order mark is left for the caller to strip, as before. Lines are never
+//! merged or split, so line numbers match the file on disk.
+
+use std::borrow::Cow;
+
+/// How a file's bytes were turned into text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Encoding {
+    Utf8,
+    /// UTF-8 with invalid sequences replaced by U+FFFD.
+    Utf8Lossy,
+    Windows1252,
+    Utf16Le,
+    Utf16Be,
+}
+
+impl Encoding {
+    /// The name shown in reports; `None` for plain UTF-8, which needs no mention.
+    #[must_use]
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Encoding::Utf8 => None,
+            Encoding::Utf8Lossy => Some("UTF-8 with invalid bytes replaced"),
+            Encoding::Windows1252 => Some("Windows-1252"),
+            Encoding::Utf16Le => Some("UTF-16LE"),
+            Encoding::Utf16Be => Some("UTF-16BE"),
+        }
+    }
+}
+
+/// The byte order a UTF-16 byte-order mark at the start of `bytes` names.
+#[must_use]
+pub fn utf16_bom(bytes: &[u8]) -> Option<Encoding> {
+    match bytes {
+        [0xFF, 0xFE, ..] => Some(Encoding::Utf16Le),
+        [0xFE, 0xFF, ..] => Some(Encoding::Utf16Be),
+        _ => None,
+    }
+}
+
+/// The text of `bytes` and how it was read (see the module docs). UTF-16 loses its mark;
+/// an unpaired surrogate or an odd last byte becomes U+FFFD.
+#[must_use]
+pub fn decode(bytes: &[u8]) -> (Cow<'_, str>, Encoding) {
+    if let Some(order) = utf16_bom(bytes) {
+        let body = &bytes[2..];
+        let unit = |pair: &[u8]| {
+            let pair = [pair[0], pair[1]];
+            if order == Encoding::Utf16Le {
+                u16::from_le_bytes(pair)
+            } else {
+                u16::from_be_bytes(pair)
+            }
+        };
+        let mut text: String = char::decode_utf16(body.chunks_exact(2).map(unit))
+            .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+            .collect();
+        if body.len() % 2 == 1 {
+            text.push(char::REPLACEMENT_CHARACTER);
+        }
+        return (Cow::Owned(text), order);
+    }
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return (Cow::Borrowed(text), Encoding::Utf8);
+    }
+    let utf8_beyond_ascii = bytes.utf8_chunks().any(|chunk| !chunk.valid().is_ascii());
+    if utf8_beyond_ascii {
+        (String::from_utf8_lossy(bytes), Encoding::Utf8Lossy)
+    } else {
+        let text = bytes.iter().map(|&b| windows_1252(b)).collect();
+        (Cow::Owned(text), Encoding::Windows1252)
+    }
+}
+
+/// One byte of Windows-1252: Latin-1 but for `80`-`9F`, which hold punctuation and a few
+/// letters (the WHATWG table); its five unassigned bytes become U+FFFD.
+fn windows_1252(byte: u8) -> char {
+    const HIGH: [char; 32] = [
+        '\u{20AC}', '\u{FFFD}', '\u{201A}', '\u{0192}', '\u{201E}', '\u{2026}', '\u{2020}',
+        '\u{2021}', '\u{02C6}', '\u{2030}', '\u{0160}', '\u{2039}', '\u{0152}', '\u{FFFD}',
+        '\u{017D}', '\u{FFFD}', '\u{FFFD}', '\u{2018}', '\u{2019}', '\u{201C}', '\u{201D}',
+        '\u{2022}', '\u{2013}', '\u{2014}', '\u{02DC}', '\u{2122}', '\u{0161}', '\u{203A}',
+        '\u{0153}', '\u{FFFD}', '\u{017E}', '\u{0178}',
+    ];
+    match byte {
+        0x80..=0x9F => HIGH[usize::from(byte - 0x80)],
+        _ => char::from(byte),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_is_borrowed_as_it_is() {
+        let (text, how) = decode("naïve = 1\n".as_bytes());
+        assert!(matches!(text, Cow::Borrowed(_)));
+        assert_eq!((text.as_ref(), how), ("naïve = 1\n", Encoding::Utf8));
+        assert_eq!(how.name(), None);
+    }
+
+    #[test]
+    fn legacy_bytes_read_as_windows_1252() {
+        let bytes = b"# \xa9 M\xfcller \x93quoted\x94 \x96 \x80\n\x81def f(): pass\n";
+        let (text, how) = decode(bytes);
+        assert_eq!(how, Encoding::Windows1252);
+        assert_eq!(text, "# © Müller “quoted” – €\n\u{FFFD}def f(): pass\n");
+    }
+
+    #[test]
+    fn utf8_with_a_stray_byte_keeps_its_characters() {
+        let (text, how) = decode(b"caf\xc3\xa9 = 1  # \xe9t\xe9\nx = 2\n");
+        assert_eq!(how, Encoding::Utf8Lossy);
+        assert_eq!(text, "café = 1  # \u{FFFD}t\u{FFFD}\nx = 2\n");
+        assert_eq!(text.lines().count(), 2);
+    }
+
+    #[test]
+    fn utf16_with_a_mark_in_either_order() {
+        let source = "class Ünit {\r\n  int x; // 😀\r\n}\r\n";
+        let le: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain(source.encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        let be: Vec<u8> = [0xFE, 0xFF]
+            .into_iter()
+            .chain(source.encode_utf16().flat_map(u16::to_be_bytes))
+            .collect();
+        assert_eq!(decode(&le), (Cow::Borrowed(source), Encoding::Utf16Le));
+        assert_eq!(decode(&be), (Cow::Borrowed(source), Encoding::Utf16Be));
+        // A lone surrogate and an odd last byte are replaced, not fatal.
+        let (text, _) = decode(&[0xFF, 0xFE, b'a', 0, 0x00, 0xD8, b'b', 0, b'c']);
+        assert_eq!(text, "a\u{FFFD}b\u{FFFD}");
+    }
+}
