@@ -1314,21 +1314,20 @@ impl Engine {
             );
         }
         let ranked = per_file_cap(scored, req, &weights, lx);
-        self.hits(lx, ranked, req.with_content)
+        self.hits(lx, ranked, req.with_content, Some(&query))
     }
 
-    /// Hits for ranked `(score, (document key, channels))`, with their text if asked.
+    /// Hits for ranked `(score, (document key, channels))`, with their text if asked. For
+    /// an identifier `query`, a hit names the unit the query names, which is not always the
+    /// first of the units merged into its chunk.
     fn hits(
         &self,
         lx: &Lexical,
         ranked: Vec<(f32, (u64, Channels))>,
         with_content: bool,
+        query: Option<&Query>,
     ) -> Result<Vec<Hit>> {
-        let reader = if with_content {
-            Some(Self::lock(&self.reader))
-        } else {
-            None
-        };
+        let mut reader = with_content.then(|| Self::lock(&self.reader));
         let mut hits = Vec::with_capacity(ranked.len());
         for (score, (key, channels)) in ranked {
             let (Some(doc), Some(path)) = (lx.docs.get(&key), lx.paths.get(&path_id_of(key)))
@@ -1336,19 +1335,36 @@ impl Engine {
                 continue;
             };
             let content = match &reader {
-                Some(r) => r.chunk_content(path.file_hash, ordinal_of(key))?,
+                Some(r) if with_content => r.chunk_content(path.file_hash, ordinal_of(key))?,
+                _ => None,
+            };
+            let unit = query.and_then(|q| {
+                crate::rank::merged_unit(q, &doc.symbol, &doc.local_path, &doc.names)
+            });
+            let named = match unit {
+                Some(unit) => reader
+                    .get_or_insert_with(|| Self::lock(&self.reader))
+                    .symbols(path.file_hash)?
+                    .into_iter()
+                    .find(|s| {
+                        s.name == unit && (doc.start_line..=doc.end_line).contains(&s.start_line)
+                    }),
                 None => None,
+            };
+            let (kind, symbol, local_path) = match &named {
+                Some(s) => (s.kind, s.name.as_str(), s.local_path.as_str()),
+                None => (doc.kind, &*doc.symbol, &*doc.local_path),
             };
             hits.push(Hit {
                 path: path.path.clone(),
                 start_line: doc.start_line,
                 end_line: doc.end_line,
                 language: path.language,
-                kind: doc.kind,
-                symbol: doc.symbol.to_string(),
+                kind,
+                symbol: symbol.to_owned(),
                 symbol_path: join_symbol_path(
                     &module_path(&path.path, path.language),
-                    &doc.local_path,
+                    local_path,
                     path.language,
                 ),
                 score,
@@ -1629,7 +1645,7 @@ impl Engine {
                     .map(|(key, similarity)| (similarity, (key, semantic_only)))
                     .collect();
                 let ranked = per_file_cap(scored, req, &weights, lx);
-                return self.hits(lx, ranked, req.with_content);
+                return self.hits(lx, ranked, req.with_content, None);
             }
         }
         // The code's own terms, whatever a query parser would make of its first words.
@@ -1642,7 +1658,7 @@ impl Engine {
             .map(|(key, score)| (score, (key, Channels::LEXICAL)))
             .collect();
         let ranked = per_file_cap(scored, req, &weights, lx);
-        self.hits(lx, ranked, req.with_content)
+        self.hits(lx, ranked, req.with_content, None)
     }
 
     /// The document key and chunk of the innermost chunk of `path` that holds `line`, or
@@ -2281,12 +2297,13 @@ def slugify(text):
         let stats = repo.index(&engine, &["app/auth.py", "app/util.py"]);
         assert_eq!(stats.files_parsed, 2);
         assert_eq!(stats.generation, 1);
-        // A class this small is one chunk, named by the class, that holds the method.
+        // A class this small is one chunk that holds the method; a hit for the method names
+        // it, with the chunk's lines.
         for query in ["refresh_token", "TokenStore.refresh_token"] {
             let hit = &search(&engine, query)[0];
             assert_eq!(
-                (hit.path.as_str(), hit.symbol_path.as_str()),
-                ("app/auth.py", "app.auth.TokenStore"),
+                (hit.path.as_str(), hit.symbol_path.as_str(), hit.start_line),
+                ("app/auth.py", "app.auth.TokenStore.refresh_token", 4),
                 "{query}"
             );
             assert!(
@@ -2549,6 +2566,72 @@ def slugify(text):
                 .unwrap()
                 .iter()
                 .all(|(_, _, _, reason)| reason.is_some())
+        );
+    }
+
+    /// Small methods merge into one chunk named by the first; a hit for another of them
+    /// names that one, with its own kind and path, spelled as typed and on the owner the
+    /// qualifier names. Sentences keep the chunk's name.
+    #[test]
+    fn a_hit_names_the_merged_unit_the_identifier_asks_for() {
+        let watcher = "\
+class Watcher:
+    def __repr__(self):
+        return 'Watcher()'
+
+    @property
+    def polling(self):
+        return self._polling
+
+    @property
+    def debounce(self):
+        return self._debounce
+
+    def Debounce(self):
+        return None
+
+
+class Other:
+    def __repr__(self):
+        return 'Other()'
+
+    def debounce(self):
+        return 0
+";
+        let repo = Repo::new(&[("watch.py", watcher)]);
+        let engine = repo.open();
+        repo.index(&engine, &["watch.py"]);
+        let named = |query: &str| -> Vec<(String, ChunkKind, u32)> {
+            search(&engine, query)
+                .into_iter()
+                .map(|h| (h.symbol_path, h.kind, h.start_line))
+                .collect()
+        };
+        let polling = named("Watcher.polling");
+        // The class is one chunk: the hit keeps its lines.
+        assert_eq!(
+            polling[0],
+            ("watch.Watcher.polling".into(), ChunkKind::Method, 1)
+        );
+        assert_eq!(named("polling")[0].0, "watch.Watcher.polling");
+        assert_eq!(named("Debounce")[0].0, "watch.Watcher.Debounce");
+        assert_eq!(named("Other.debounce")[0].0, "watch.Other.debounce");
+        // Naming the unit reads the file's definitions, never its text when none was asked.
+        let bare = engine
+            .search(&SearchRequest {
+                query: "debounce".into(),
+                limit: 5,
+                ..SearchRequest::default()
+            })
+            .unwrap();
+        assert_eq!(bare.len(), 2);
+        assert!(bare.iter().all(|h| h.content.is_none()));
+        let sentence = named("the watcher repr");
+        assert!(
+            sentence
+                .iter()
+                .all(|(path, ..)| path == "watch.Watcher" || path == "watch.Other"),
+            "{sentence:?}"
         );
     }
 

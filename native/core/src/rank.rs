@@ -628,7 +628,7 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                     // does; a qualified name must end the unit's path.
                     s *= if !qualified {
                         w.exact_symbol
-                    } else if merged_path_matches(&query.segments, c, unit) {
+                    } else if merged_path_matches(&query.segments, c.local_path, c.symbol, unit) {
                         w.exact_symbol * w.exact_qualified
                     } else {
                         w.exact_name
@@ -729,15 +729,44 @@ fn qualifier_matches(segments: &[String], local_path: &str) -> bool {
 /// container's header naming its members (`Client`), else the scope of its first unit
 /// (`Client` for `Client.close`, with `send` merged after it). A name may hold its own
 /// qualifier (a C++ `Parser::parse` defined outside its class, in namespace scope).
-fn merged_path_matches(segments: &[String], c: &Candidate<'_>, name: &str) -> bool {
-    let local = split_qualified(c.local_path);
+fn merged_path_matches(segments: &[String], local_path: &str, symbol: &str, name: &str) -> bool {
+    let local = split_qualified(local_path);
     let name = split_qualified(name);
-    let own = split_qualified(c.symbol).len().max(1);
+    let own = split_qualified(symbol).len().max(1);
     let first_scope = local.len().checked_sub(own).map(|n| &local[..n]);
     [Some(local.as_slice()), first_scope]
         .into_iter()
         .flatten()
         .any(|scope| [scope, &name].concat().ends_with(segments))
+}
+
+/// The unit merged into a chunk (`names`) that an identifier query names when the chunk's
+/// own `symbol` does not: a hit for `Watcher.polling` in the chunk that opens with
+/// `Watcher.__repr__` is about `polling`, and says so. Among several, the one whose path a
+/// qualifier ends, then the one spelled as typed, then the first.
+#[must_use]
+pub fn merged_unit<'a>(
+    query: &Query,
+    symbol: &str,
+    local_path: &str,
+    names: &'a str,
+) -> Option<&'a str> {
+    if query.class != QueryClass::Identifier {
+        return None;
+    }
+    let last = query.segments.last()?;
+    if !symbol.is_empty() && eq_lowercase(base_name(symbol), last) {
+        return None;
+    }
+    let qualified = query.segments.len() > 1;
+    names
+        .split(' ')
+        .filter(|n| eq_lowercase(base_name(n), last))
+        .rev() // `max_by_key` keeps the last of equals: the first in the chunk
+        .max_by_key(|n| {
+            let path = qualified && merged_path_matches(&query.segments, local_path, symbol, n);
+            (path, base_name(n) == query.name)
+        })
 }
 
 /// The last segment of a name as the language writes it (`parse` of `Parser::parse`).

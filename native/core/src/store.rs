@@ -956,6 +956,14 @@ impl Store {
         Ok(chunks)
     }
 
+    /// The definitions of a file version; none for a version that is not stored.
+    pub fn symbols(&self, file_hash: i64) -> Result<Vec<Symbol>> {
+        Ok(self
+            .outline(file_hash)?
+            .map(|outline| outline.symbols)
+            .unwrap_or_default())
+    }
+
     /// The content of one chunk.
     pub fn chunk_content(&self, file_hash: i64, ordinal: u32) -> Result<Option<String>> {
         let Some(mut outline) = self.outline(file_hash)? else {
