@@ -125,6 +125,9 @@ def test_search_filters_and_no_content(project: Path) -> None:
     classes = json.loads(run(*args, "--kind", "class").stdout)
     assert classes
     assert {hit["kind"] for hit in classes} == {"class"}
+    # -n is --limit, as in head and git log.
+    assert json.loads(run(*args, "-n", "2").stdout) == json.loads(run(*args, "--limit", "2").stdout)
+    assert len(json.loads(run(*args, "-n", "1").stdout)) == 1
 
 
 def test_search_listing_for_people(project: Path) -> None:

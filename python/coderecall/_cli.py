@@ -248,7 +248,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _result_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default=".", help="project root (default: .)")
-    parser.add_argument("--limit", type=_positive_int, help="number of results")
+    parser.add_argument("-n", "--limit", type=_positive_int, help="number of results")
     parser.add_argument(
         "--lang", action="append", help="only this language (repeatable)", metavar="LANG"
     )

@@ -48,7 +48,9 @@ def register(commands: Any) -> None:
     search.add_argument(
         "--until", type=_until, metavar="DATE", help="created up to (a day: its end)"
     )
-    search.add_argument("--limit", type=_positive_int, default=10, help="results (default 10)")
+    search.add_argument(
+        "-n", "--limit", type=_positive_int, default=10, help="results (default 10)"
+    )
     search.add_argument("--include-private", action="store_true", help="private records too")
     _options(search)
     search.set_defaults(command=_search)

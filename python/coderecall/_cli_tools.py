@@ -31,7 +31,9 @@ def register(commands: Any) -> None:
 
     lookup = commands.add_parser("def", help="where a symbol is defined (implementation first)")
     lookup.add_argument("symbol", help="name, Class.method, module.function or FILE:LINE")
-    lookup.add_argument("--limit", type=_positive_int, default=5, help="definitions (default 5)")
+    lookup.add_argument(
+        "-n", "--limit", type=_positive_int, default=5, help="definitions (default 5)"
+    )
     lookup.add_argument("--no-content", action="store_true", help="print locations only")
     _project(lookup)
     lookup.set_defaults(command=_lookup)
@@ -42,7 +44,7 @@ def register(commands: Any) -> None:
     direction.add_argument("--callers", action="store_true", help="only who calls it")
     direction.add_argument("--callees", action="store_true", help="only what it calls")
     calls.add_argument("--depth", type=_positive_int, default=1, help="calls away (1-5)")
-    calls.add_argument("--limit", type=_positive_int, default=100, help="edges per direction")
+    calls.add_argument("-n", "--limit", type=_positive_int, default=100, help="edges per direction")
     _project(calls)
     calls.set_defaults(command=_calls)
 
@@ -74,7 +76,7 @@ def register(commands: Any) -> None:
     metrics.set_defaults(command=_metrics)
 
     logs = commands.add_parser("logs", help="recent records of the index log")
-    logs.add_argument("--limit", type=_positive_int, default=50, help="records (default 50)")
+    logs.add_argument("-n", "--limit", type=_positive_int, default=50, help="records (default 50)")
     logs.add_argument("--level", help="at least this level: debug, info, warning, error")
     logs.add_argument("--contains", help="only records whose message contains this")
     _project(logs)
