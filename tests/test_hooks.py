@@ -212,6 +212,13 @@ _HEAVY = (
     # The code index and the rest of the command line (its parser imports every command).
     *("coderecall._cli", "coderecall._config", "coderecall._hub", "coderecall._index"),
 )
+# A hook that only records an event (a prompt, a tool call, a message) reads nothing back:
+# ranking, time phrases, vectors, the context block and the token counter stay unloaded.
+_READ_PATH = (
+    *("coderecall._memory_rank", "coderecall._memory_vectors", "coderecall._memory_context"),
+    *("coderecall._timephrase", "coderecall._stopwords", "coderecall._tokens", "hashlib"),
+)
+_RECORD_ONLY = frozenset({"UserPromptSubmit", "PostToolUse", "Stop"})
 _REPORT_IMPORTS = (
     REPORT_IMPORTS
     + """
@@ -233,9 +240,10 @@ def test_a_hook_process_loads_no_network_array_console_or_code_index_library(
     )
     env = dict(os.environ, CODERECALL_MEMORY=str(memory))
     # The native module is always loaded: its name in the report shows the report works.
-    wanted = ",".join(("coderecall._native", *_HEAVY))
     for payload in payloads:
         event = COMMAND[payload["hook_event_name"]]
+        read_path = _READ_PATH if payload["hook_event_name"] in _RECORD_ONLY else ()
+        wanted = ",".join(("coderecall._native", *_HEAVY, *read_path))
         done = subprocess.run(
             [sys.executable, "-c", _REPORT_IMPORTS, "hook", event, wanted],
             input=json.dumps(payload),

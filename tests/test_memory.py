@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from coderecall import _memory as memory_module
 from coderecall import _memory_rank as rank_module
 from coderecall._errors import QueryError
 from coderecall._memory import MemoryStore
@@ -469,7 +468,7 @@ def test_a_query_that_names_a_label_prefers_its_records(
     """What a question says someone thinks is mostly told in that one's own records, though
     another's may repeat its words more often."""
     if not rule:
-        monkeypatch.setattr(memory_module, "NAMED_WEIGHT", 1.0)
+        monkeypatch.setattr(rank_module, "NAMED_WEIGHT", 1.0)
     said = [
         ("s1", "Ana: Honestly I think that new bakery downtown is rather wonderful."),
         ("s2", "Ben: I think the bakery! The bakery bread, the bakery cakes, the bakery staff."),
@@ -492,7 +491,7 @@ def test_a_question_that_asks_when_prefers_records_that_tell_a_time(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch, rule: bool
 ) -> None:
     if not rule:
-        monkeypatch.setattr(memory_module, "WHEN_WEIGHT", 1.0)
+        monkeypatch.setattr(rank_module, "WHEN_WEIGHT", 1.0)
     said = [
         ("s1", "Ana: We finally moved to Lisbon last spring, after all that packing."),
         ("s2", "Ana: Moving to Lisbon! Lisbon is lovely, and moving there was the plan."),
@@ -509,7 +508,7 @@ def test_a_question_that_asks_how_long_prefers_records_that_tell_a_duration(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch, rule: bool
 ) -> None:
     if not rule:
-        monkeypatch.setattr(memory_module, "WHEN_WEIGHT", 1.0)
+        monkeypatch.setattr(rank_module, "WHEN_WEIGHT", 1.0)
     said = [
         ("s1", "Ana: I've had the bakery for six years, and I still love it."),
         ("s2", "Ana: The bakery! The bakery I had was lovely, and I had fun there."),

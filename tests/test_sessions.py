@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from coderecall import _sessions as sessions_module
+from coderecall import _tokens as tokens_module
 from coderecall._errors import QueryError, StoreError
 from coderecall._memory import MemoryStore
 from coderecall._memory_io import TableCounts, export_memory, import_memory
@@ -386,7 +386,7 @@ def test_a_snapshot_that_surely_fits_is_rendered_without_the_tokenizer_as_with_i
     fast = [sessions.snapshot("s", budget=budget) for budget in budgets]
     assert len(fast[-1].encode()) <= 10_000
     _clear_snapshot_cache(db)
-    monkeypatch.setattr(sessions_module, "surely_fits", lambda text, budget: False)
+    monkeypatch.setattr(tokens_module, "surely_fits", lambda text, budget: False)
     assert [sessions.snapshot("s", budget=budget) for budget in budgets] == fast
     monkeypatch.undo()
 
@@ -394,7 +394,7 @@ def test_a_snapshot_that_surely_fits_is_rendered_without_the_tokenizer_as_with_i
         raise AssertionError("the tokenizer was loaded")
 
     _clear_snapshot_cache(db)
-    monkeypatch.setattr(sessions_module, "default_counter", no_tokenizer)
+    monkeypatch.setattr(tokens_module, "default_counter", no_tokenizer)
     assert sessions.snapshot("s", budget=10_000) == fast[-1]
     with pytest.raises(AssertionError, match="tokenizer"):
         sessions.snapshot("s", budget=150)

@@ -67,40 +67,19 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from ._errors import QueryError
 from ._identity import project_identity
 from ._memdb import MemoryDatabase, memory_path
-from ._memory_context import MemoryBlock, build_block
-from ._memory_rank import (
-    DEPTH,
-    NAMED_WEIGHT,
-    SEMANTIC_WEIGHT,
-    WHEN_WEIGHT,
-    Lexicon,
-    blend,
-    build_lexicon,
-    favour,
-    prefer,
-    with_context,
-    words,
-)
-from ._memory_vectors import (
-    Embedding,
-    Vectors,
-    assemble,
-    embedding,
-    embeddings,
-    nearest,
-    rows_kept,
-)
 from ._native import Embedder, KeySet
 from ._privacy import Filtered, Level, classify, filter_text
-from ._stopwords import content_query
-from ._timephrase import asks_how_long, asks_when, resolve
 
 if TYPE_CHECKING:
-    # numpy is imported by the functions that handle vectors: a store without an embedding
-    # model (and a hook that only records an event) never loads it.
+    # What reads the store (ranking, time phrases, vectors, the context block, numpy) is
+    # imported by the methods that use it: a hook that only records an event starts a new
+    # process every time and never loads it.
     import numpy as np
     import numpy.typing as npt
 
+    from ._memory_context import MemoryBlock
+    from ._memory_rank import Lexicon
+    from ._memory_vectors import Embedding, Vectors
     from ._sessions import SessionEvent
 
 __all__ = [
@@ -383,6 +362,8 @@ class MemoryStore:
         project = self._scope_project(scope)
         # The comparison runs before the write lock is taken (on a snapshot), and again under
         # it only against what changed since, so writers queue for a moment, not a scan.
+        from ._memory_rank import words
+
         embedding = self._embed(clean, filtered.level)
         probe = _Probe(words(clean), embedding.vector if embedding is not None else None)
         seen = (
@@ -615,6 +596,20 @@ class MemoryStore:
         present), ``since``/``until``, privacy (private records only with
         ``include_private``).
         """
+        from ._memory_rank import (
+            DEPTH,
+            NAMED_WEIGHT,
+            SEMANTIC_WEIGHT,
+            WHEN_WEIGHT,
+            blend,
+            favour,
+            prefer,
+            with_context,
+            words,
+        )
+        from ._stopwords import content_query
+        from ._timephrase import asks_how_long, asks_when, resolve
+
         if limit < 1:
             raise QueryError(f"limit must be at least 1, got {limit}")
         resolved = resolve(query, self._anchor())
@@ -714,6 +709,8 @@ class MemoryStore:
 
             prompts = Sessions(self).events(session, kinds=["prompt"])
             query = prompts[-1].text if prompts else None
+        from ._memory_context import build_block
+
         return build_block(self, query, budget)
 
     def events_around(
@@ -810,6 +807,8 @@ class MemoryStore:
         records and windows that changed are analysed again (a write adds one record and
         changes a few windows; re-reading every record made the first search after each
         write several times slower than the next)."""
+        from ._memory_rank import build_lexicon
+
         conn = self._conn()
         with self._rebuild_lock:  # rebuilds change the indexes in place: one at a time
             generation = self._db.generation()
@@ -952,6 +951,8 @@ class MemoryStore:
             return known[1]
         if len(self._words) >= _WORDS_KEPT:
             self._words.clear()
+        from ._memory_rank import words
+
         found = words(text)
         self._words[record_id] = (text, found)
         return found
@@ -963,6 +964,8 @@ class MemoryStore:
         they stay out of the semantic channel and never reach an embedding provider."""
         if self._embedder is None or level != "public":
             return None
+        from ._memory_vectors import embedding
+
         return embedding(self._embedder, text)
 
     def _store_vector(
@@ -985,6 +988,8 @@ class MemoryStore:
         """The ``candidates`` nearest ``text`` by cosine, or ``None`` without a model."""
         if self._embedder is None or self._model is None:
             return None
+        from ._memory_vectors import nearest, rows_kept
+
         stored = self._vector_matrix(self._embedder, self._model)
         if not len(stored.ids):
             return []
@@ -1004,6 +1009,8 @@ class MemoryStore:
         vector of this model (written by a process without one, imported, condensed) get one
         here."""
         import numpy as np
+
+        from ._memory_vectors import assemble, embeddings
 
         generation = self._db.generation()
         with self._lock:

@@ -35,7 +35,6 @@ cache in its own transaction.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 import sqlite3
@@ -50,7 +49,6 @@ from ._errors import QueryError
 from ._memdb import MemoryDatabase
 from ._memory import MemoryStore, WriteResult
 from ._privacy import PRIVATE_MARKER, filter_text
-from ._tokens import default_counter, surely_fits
 
 __all__ = [
     "EVENT_KINDS",
@@ -501,6 +499,8 @@ class Sessions:
         budget give the same bytes."""
         if budget < 1:
             raise QueryError(f"budget must be at least 1, got {budget}")
+        import hashlib  # with the tokenizer below: a hook that only records loads neither
+
         conn = self._db.conn()
         with _reading(conn):
             root = _resolve(conn, _check_id(session_id))
@@ -733,6 +733,8 @@ def _render(root: str, parts: _Parts, budget: int) -> str:
     def unshown(shown: set[int]) -> list[_Item]:
         """Recent activity less what the sections above show (edits always count)."""
         return [item for e, item in recent if e.id not in shown or e.kind == "edit"]
+
+    from ._tokens import default_counter, surely_fits
 
     seen = {event_id for _, item in sections for event_id in item.event_ids}
     whole = _assemble(header, [*sections, *((_RECENT, item) for item in unshown(seen))])
