@@ -10,8 +10,11 @@
 //! - UTF-8 with a few invalid bytes (a file edited in two encodings, a truncated character):
 //!   each invalid sequence becomes U+FFFD and the rest stays as written.
 //!
-//! A UTF-8 byte-order mark is left for the caller to strip, as before. Lines are never
-//! merged or split, so line numbers match the file on disk.
+//! Bytes that decode to text with more than one character in 50 that no text holds (control
+//! characters other than whitespace, U+FFFD; two pass in any file) are not text: binary data without a NUL in its
+//! head used to be caught by failing UTF-8, and still is. A UTF-8 byte-order mark is left for
+//! the caller to strip, as before. Lines are never merged or split, so line numbers match the
+//! file on disk.
 
 use std::borrow::Cow;
 
@@ -50,10 +53,33 @@ pub fn utf16_bom(bytes: &[u8]) -> Option<Encoding> {
     }
 }
 
-/// The text of `bytes` and how it was read (see the module docs). UTF-16 loses its mark;
-/// an unpaired surrogate or an odd last byte becomes U+FFFD.
+/// The text of `bytes` and how it was read (see the module docs), or `None` when what is not
+/// UTF-8 does not decode to text. UTF-16 loses its mark; an unpaired surrogate or an odd last
+/// byte becomes U+FFFD.
 #[must_use]
-pub fn decode(bytes: &[u8]) -> (Cow<'_, str>, Encoding) {
+pub fn decode(bytes: &[u8]) -> Option<(Cow<'_, str>, Encoding)> {
+    if let Ok(text) = std::str::from_utf8(bytes)
+        && utf16_bom(bytes).is_none()
+    {
+        return Some((Cow::Borrowed(text), Encoding::Utf8));
+    }
+    let (text, encoding) = decode_other(bytes);
+    let chars = text.chars().count();
+    let odd = text.chars().filter(|&c| not_text(c)).count();
+    // Two such characters pass in any file: a short one is judged by its share.
+    (odd * 50 <= chars.max(100)).then_some((text, encoding))
+}
+
+/// Characters that text does not hold: controls other than whitespace (tab, line breaks,
+/// form feed, escape), C1 controls, and the replacement character.
+fn not_text(c: char) -> bool {
+    match c {
+        '\t' | '\n' | '\r' | '\x0c' | '\x1b' => false,
+        _ => c.is_control() || c == char::REPLACEMENT_CHARACTER,
+    }
+}
+
+fn decode_other(bytes: &[u8]) -> (Cow<'_, str>, Encoding) {
     if let Some(order) = utf16_bom(bytes) {
         let body = &bytes[2..];
         let unit = |pair: &[u8]| {
@@ -71,9 +97,6 @@ pub fn decode(bytes: &[u8]) -> (Cow<'_, str>, Encoding) {
             text.push(char::REPLACEMENT_CHARACTER);
         }
         return (Cow::Owned(text), order);
-    }
-    if let Ok(text) = std::str::from_utf8(bytes) {
-        return (Cow::Borrowed(text), Encoding::Utf8);
     }
     let utf8_beyond_ascii = bytes.utf8_chunks().any(|chunk| !chunk.valid().is_ascii());
     if utf8_beyond_ascii {
@@ -101,12 +124,13 @@ fn windows_1252(byte: u8) -> char {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     #[test]
     fn utf8_is_borrowed_as_it_is() {
-        let (text, how) = decode("naïve = 1\n".as_bytes());
+        let (text, how) = decode("naïve = 1\n".as_bytes()).unwrap();
         assert!(matches!(text, Cow::Borrowed(_)));
         assert_eq!((text.as_ref(), how), ("naïve = 1\n", Encoding::Utf8));
         assert_eq!(how.name(), None);
@@ -115,16 +139,20 @@ mod tests {
     #[test]
     fn legacy_bytes_read_as_windows_1252() {
         let bytes = b"# \xa9 M\xfcller \x93quoted\x94 \x96 \x80\n\x81def f(): pass\n";
-        let (text, how) = decode(bytes);
+        let (text, how) = decode(bytes).unwrap();
         assert_eq!(how, Encoding::Windows1252);
         assert_eq!(text, "# © Müller “quoted” – €\n\u{FFFD}def f(): pass\n");
     }
 
     #[test]
     fn utf8_with_a_stray_byte_keeps_its_characters() {
-        let (text, how) = decode(b"caf\xc3\xa9 = 1  # \xe9t\xe9\nx = 2\n");
+        let (text, how) =
+            decode(b"caf\xc3\xa9 = 1  # \xe9t\xe9 and much more text\nx = 2\n").unwrap();
         assert_eq!(how, Encoding::Utf8Lossy);
-        assert_eq!(text, "café = 1  # \u{FFFD}t\u{FFFD}\nx = 2\n");
+        assert_eq!(
+            text,
+            "café = 1  # \u{FFFD}t\u{FFFD} and much more text\nx = 2\n"
+        );
         assert_eq!(text.lines().count(), 2);
     }
 
@@ -139,10 +167,46 @@ mod tests {
             .into_iter()
             .chain(source.encode_utf16().flat_map(u16::to_be_bytes))
             .collect();
-        assert_eq!(decode(&le), (Cow::Borrowed(source), Encoding::Utf16Le));
-        assert_eq!(decode(&be), (Cow::Borrowed(source), Encoding::Utf16Be));
+        assert_eq!(
+            decode(&le),
+            Some((Cow::Borrowed(source), Encoding::Utf16Le))
+        );
+        assert_eq!(
+            decode(&be),
+            Some((Cow::Borrowed(source), Encoding::Utf16Be))
+        );
         // A lone surrogate and an odd last byte are replaced, not fatal.
-        let (text, _) = decode(&[0xFF, 0xFE, b'a', 0, 0x00, 0xD8, b'b', 0, b'c']);
-        assert_eq!(text, "a\u{FFFD}b\u{FFFD}");
+        let mut odd = vec![0xFF, 0xFE, 0x00, 0xD8];
+        odd.extend("b".repeat(100).encode_utf16().flat_map(u16::to_le_bytes));
+        odd.push(b'c');
+        let (text, _) = decode(&odd).unwrap();
+        assert_eq!(text, format!("\u{FFFD}{}\u{FFFD}", "b".repeat(100)));
+    }
+
+    /// What is not UTF-8 and does not decode to text is binary data: random bytes, a UTF-16
+    /// mark before them, or mostly invalid UTF-8. Valid UTF-8 is never questioned.
+    #[test]
+    fn bytes_that_decode_to_no_text_are_refused() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let random: Vec<u8> = (0..4096)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state.to_le_bytes()[0]
+            })
+            .collect();
+        assert_eq!(decode(&random), None);
+        assert_eq!(decode(&[&[0xFF, 0xFE][..], &random].concat()), None);
+        assert_eq!(decode(b"\xe9\xe9\x01\x02\x03 ab"), None);
+        let mixed = [&"é".repeat(10).into_bytes()[..], &[0xE9; 20]].concat();
+        assert_eq!(decode(&mixed), None);
+        assert!(decode("tab\tbell\x07 text".as_bytes()).is_some());
+        // One form feed, one escape, one stray byte in a page of Latin-1: text.
+        let page = [&b"\x0c\x1b[1m M\xfcller "[..], &b"x".repeat(200)].concat();
+        assert_eq!(
+            decode(&page).map(|(_, how)| how),
+            Some(Encoding::Windows1252)
+        );
     }
 }

@@ -2086,7 +2086,7 @@ fn read_file(
 fn chunk_read(
     r: &Read_,
 ) -> std::result::Result<(Language, Cow<'_, str>, FileChunks, Encoding), SkipReason> {
-    let (decoded, encoding) = crate::decode::decode(&r.bytes);
+    let (decoded, encoding) = crate::decode::decode(&r.bytes).ok_or(SkipReason::Binary)?;
     let text = match decoded {
         Cow::Borrowed(text) => Cow::Borrowed(text.strip_prefix('\u{feff}').unwrap_or(text)),
         Cow::Owned(text) => match text.strip_prefix('\u{feff}') {
@@ -2094,9 +2094,6 @@ fn chunk_read(
             None => Cow::Owned(text),
         },
     };
-    if encoding != Encoding::Utf8 && text.contains('\0') {
-        return Err(SkipReason::Binary); // UTF-16 that decodes to binary content
-    }
     let head = &text.as_bytes()[..text.len().min(BINARY_SNIFF_BYTES)];
     let language = Language::detect(&r.path, head).ok_or(SkipReason::NoParser)?;
     let chunks = chunk_file(&text, language);
