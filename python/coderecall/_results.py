@@ -27,8 +27,9 @@ class SearchHit:
     """What the chunk is: ``function``, ``method``, ``class``, ``section``, ..."""
     symbol: str
     """Name of the chunk's symbol (``""`` for chunks without one). A chunk may hold several
-    small units (a class's getters, a run of one-line helpers): an identifier query names the
-    unit it asked for (``kind`` and ``symbol_path`` too), the lines staying the chunk's."""
+    small units (a class's getters, a run of one-line helpers): a query that names one (an
+    identifier, or a sentence with a compound identifier such as ``parse_args``) gets that
+    unit's name, ``kind`` and ``symbol_path``, the lines staying the chunk's."""
     symbol_path: str
     """Qualified name, such as ``pkg.module.Class.method``."""
     score: float

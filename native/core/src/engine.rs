@@ -2568,7 +2568,8 @@ def slugify(text):
 
     /// Small methods merge into one chunk named by the first; a hit for another of them
     /// names that one, with its own kind and path, spelled as typed and on the owner the
-    /// qualifier names. Sentences keep the chunk's name.
+    /// qualifier names, and so does a sentence that names it as a compound identifier.
+    /// Other sentences keep the chunk's name.
     #[test]
     fn a_hit_names_the_merged_unit_the_identifier_asks_for() {
         let watcher = "\
@@ -2579,6 +2580,9 @@ class Watcher:
     @property
     def polling(self):
         return self._polling
+
+    def polling_mode(self):
+        return 'notify'
 
     @property
     def debounce(self):
@@ -2623,6 +2627,10 @@ class Other:
             .unwrap();
         assert_eq!(bare.len(), 2);
         assert!(bare.iter().all(|h| h.content.is_none()));
+        assert_eq!(
+            named("what does polling_mode return")[0].0,
+            "watch.Watcher.polling_mode"
+        );
         let sentence = named("the watcher repr");
         assert!(
             sentence

@@ -743,7 +743,8 @@ fn merged_path_matches(segments: &[String], local_path: &str, symbol: &str, name
 /// The unit merged into a chunk (`names`) that an identifier query names when the chunk's
 /// own `symbol` does not: a hit for `Watcher.polling` in the chunk that opens with
 /// `Watcher.__repr__` is about `polling`, and says so. Among several, the one whose path a
-/// qualifier ends, then the one spelled as typed, then the first.
+/// qualifier ends, then the one spelled as typed, then the first. A sentence that names a
+/// compound identifier (`where is last_flush_started set`) names its unit the same way.
 #[must_use]
 pub fn merged_unit<'a>(
     query: &Query,
@@ -751,6 +752,13 @@ pub fn merged_unit<'a>(
     local_path: &str,
     names: &'a str,
 ) -> Option<&'a str> {
+    if query.class == QueryClass::NaturalLanguage {
+        let names_it = |name: &str| query.named.iter().any(|n| eq_lowercase(name, n));
+        if query.named.is_empty() || (!symbol.is_empty() && names_it(base_name(symbol))) {
+            return None;
+        }
+        return names.split(' ').find(|n| names_it(base_name(n)));
+    }
     if query.class != QueryClass::Identifier {
         return None;
     }
