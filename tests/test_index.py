@@ -481,6 +481,7 @@ def test_text_that_is_not_utf8_is_decoded_and_reported(project: Path) -> None:
             "Windows-1252": ("src/legacy.py",),
         }
         assert report.skipped.keys() <= {"ignored"}
+        assert index.status().last_report == report
         hit = index.search("Jürgen Müller résumé")[0]
         assert hit.path == "src/legacy.py"
         assert "Jürgen Müller, “résumé” parser" in (hit.content or "")

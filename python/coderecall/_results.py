@@ -107,6 +107,9 @@ class IndexReport:
         values["root"] = Path(data["root"])
         values["skipped"] = dict(data["skipped"])
         values["skipped_examples"] = {k: tuple(v) for k, v in data["skipped_examples"].items()}
+        values["decoded"] = dict(data.get("decoded", {}))  # reports stored before it: none
+        examples = data.get("decoded_examples", {})
+        values["decoded_examples"] = {k: tuple(v) for k, v in examples.items()}
         values["notices"] = tuple(data.get("notices", ()))
         return cls(**values)
 
