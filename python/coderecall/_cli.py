@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
 from . import _hooks as hooks
 from ._errors import Error, QueryError
 from ._logs import detach_all_file_logs
@@ -439,12 +437,20 @@ def _print_hits(args: argparse.Namespace, hits: list[SearchHit], query: str) -> 
         _print_hit(console, hit, query)
 
 
+def _escape(text: str) -> str:
+    """``text`` safe in rich markup. rich loads with the first output for people: a command
+    that answers ``--json`` needs none of it."""
+    from rich.markup import escape
+
+    return escape(text)
+
+
 def _print_hit(console: Console, hit: SearchHit, query: str) -> None:
     location = f"{hit.path}:{hit.start_line}-{hit.end_line}"
     if hit.source != "code":
         location = f"[{hit.source}] {location}"
     what = " ".join(part for part in (hit.kind, hit.symbol_path or hit.symbol) if part)
-    header = f"[bold cyan]{escape(location)}[/]  {escape(what)}  [dim]({hit.score:.3f})[/]"
+    header = f"[bold cyan]{_escape(location)}[/]  {_escape(what)}  [dim]({hit.score:.3f})[/]"
     console.print(header)
     if hit.content is None:
         return

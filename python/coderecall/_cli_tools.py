@@ -6,9 +6,16 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
-from ._cli import _common, _open_index, _positive_int, _print_json, _print_rows, _size, _stdout
+from ._cli import (
+    _common,
+    _escape,
+    _open_index,
+    _positive_int,
+    _print_json,
+    _print_rows,
+    _size,
+    _stdout,
+)
 from ._graph import CallEdge, CallGraphResult, Direction, short_callee
 
 if TYPE_CHECKING:
@@ -96,7 +103,7 @@ def _context(args: argparse.Namespace) -> int:
         return 0
     console = _stdout()
     for item in pack.items:
-        console.print(f"[bold cyan]{escape(item.header())}[/]")
+        console.print(f"[bold cyan]{_escape(item.header())}[/]")
         console.print(item.text.rstrip(), markup=False, highlight=False)
         if item.truncated:
             console.print("… (cut to fit the budget)", style="dim")
@@ -126,7 +133,7 @@ def _lookup(args: argparse.Namespace) -> int:
     for d in found:
         where = f"{d.path}:{d.start_line}-{d.end_line}"
         console.print(
-            f"[bold cyan]{escape(where)}[/]  {escape(d.kind)} {escape(d.symbol_path)}"
+            f"[bold cyan]{_escape(where)}[/]  {_escape(d.kind)} {_escape(d.symbol_path)}"
             f"  [dim](callers {d.callers}, callees {d.callees})[/]"
         )
         if d.content is not None:
@@ -150,7 +157,7 @@ def _calls(args: argparse.Namespace) -> int:
 def _print_calls(console: Console, result: CallGraphResult, direction: str) -> None:
     s = result.symbol
     console.print(
-        f"[bold]{escape(s.symbol_path)}[/]  [dim]{escape(s.path)}:{s.start_line}-{s.end_line}[/]"
+        f"[bold]{_escape(s.symbol_path)}[/]  [dim]{_escape(s.path)}:{s.start_line}-{s.end_line}[/]"
     )
     if direction != "callees":
         console.print("callers:", style="bold")
@@ -179,7 +186,8 @@ def _print_edge(console: Console, e: CallEdge, *, caller_side: bool) -> None:
         detail += f" among {len(e.candidates)}"
     if e.external:
         detail += f": {e.external}"
-    console.print(f"{indent}{escape(name)}  [dim]{escape(e.path)}:{e.line}  ({escape(detail)})[/]")
+    where = f"{_escape(e.path)}:{e.line}  ({_escape(detail)})"
+    console.print(f"{indent}{_escape(name)}  [dim]{where}[/]")
 
 
 def _path(args: argparse.Namespace) -> int:
@@ -192,10 +200,11 @@ def _path(args: argparse.Namespace) -> int:
     if not found.found:
         console.print(f"no call chain: {found.note}", style="dim", markup=False)
         return 1
-    console.print(escape(found.source.symbol_path), style="bold")
+    console.print(_escape(found.source.symbol_path), style="bold")
     for e in found.edges:
         target = e.callee.symbol_path if e.callee is not None else short_callee(e.callee_text)
-        console.print(f"  -> {escape(target)}  [dim]{escape(e.path)}:{e.line} ({e.confidence})[/]")
+        where = f"{_escape(e.path)}:{e.line} ({e.confidence})"
+        console.print(f"  -> {_escape(target)}  [dim]{where}[/]")
     if found.note:
         console.print(f"note: {found.note}", style="dim", markup=False)
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -24,7 +26,7 @@ def progress_reporter(
     if callable(progress):
         yield _OnChange(progress)
         return
-    if progress is False:
+    if progress is False or not _may_be_terminal():
         yield None
         return
     # rich loads only where a bar may be drawn: it costs every importer of coderecall ~25 ms.
@@ -61,3 +63,12 @@ class _OnChange:
         if (done, total) != self._last:
             self._last = (done, total)
             self._callback(done, total)
+
+
+def _may_be_terminal() -> bool:
+    """Whether rich might take stderr for a terminal: it is one, or the environment tells
+    rich to act as if (rich decides the rest). Piped output (an agent's tool call) does not
+    load rich at all."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    forced = any(os.environ.get(name) for name in ("FORCE_COLOR", "TTY_COMPATIBLE"))
+    return forced or (isatty is not None and isatty())
