@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,7 @@ def test_a_file_version_that_cannot_be_read_back_is_reported_and_repair_drops_it
         index.index(progress=False)
         assert index.health().ok
     # SQLite's own checks pass: only the chunks and symbols of one version are garbage.
-    with sqlite3.connect(root / ".git" / "coderecall" / "index.db") as conn:
+    with closing(sqlite3.connect(root / ".git" / "coderecall" / "index.db")) as conn, conn:
         damaged = conn.execute(
             "UPDATE files SET outline = x'28b52ffd0000' WHERE hash ="
             " (SELECT file_hash FROM view_files WHERE path = 'src/shop/auth.py')"

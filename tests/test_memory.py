@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from coderecall import _memory_rank as rank_module
-from coderecall._errors import QueryError
+from coderecall._errors import QueryError, StoreError
 from coderecall._memory import MemoryStore
 from helpers import MakeRepo, database_bytes
 
@@ -257,6 +257,24 @@ def test_a_new_database_opens_while_another_connection_writes_to_it(tmp_path: Pa
         database.close()
         released.wait()
         holder.close()
+
+
+def test_a_database_from_a_newer_release_is_refused_and_left_closed(tmp_path: Path) -> None:
+    import os
+    import sqlite3
+    from contextlib import closing
+
+    path = tmp_path / "memory.db"
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA user_version = 999")
+
+    def open_files() -> int:
+        fds = Path("/proc/self/fd")
+        return sum(1 for fd in fds.iterdir() if os.path.realpath(fd) == str(path))
+
+    with MemoryStore("project", path=path) as store, pytest.raises(StoreError, match="newer"):
+        store.add("Prefer small pull requests.")
+    assert open_files() == 0  # the refused connection was closed, not left to the collector
 
 
 def test_export_then_import_round_trips_exactly(store: MemoryStore, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def store(db: Path, transformer: Embedder) -> Iterator[MemoryStore]:
 
 
 def _vectors(db: Path) -> dict[int, str]:
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         return dict(conn.execute("SELECT record_id, model FROM vectors").fetchall())
 
 
@@ -141,17 +142,17 @@ def test_a_record_of_several_sentences_is_as_near_as_its_nearest_sentence(db: Pa
         assert first is not None
         assert second is not None
         assert [h.id for h in memory.search(query, limit=2)] == [first.id, second.id]
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         parts = dict(conn.execute("SELECT record_id, length(parts) FROM vectors").fetchall())
     assert parts == {first.id: 2 * 64 * 4, second.id: 0}
 
     # A store written before sentences had vectors gets them when it is searched.
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("ALTER TABLE vectors DROP COLUMN parts")
         conn.execute("PRAGMA user_version = 2")
     with MemoryStore(PROJECT, path=db, embedder=engine, model_id="table-64") as memory:
         assert [h.id for h in memory.search(query, limit=2)] == [first.id, second.id]
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         filled = dict(conn.execute("SELECT record_id, length(parts) FROM vectors").fetchall())
     assert filled == parts
 
@@ -216,7 +217,7 @@ def test_vectors_follow_the_records(store: MemoryStore, db: Path) -> None:
     store.forget(forgotten.id, "wrong")
     newer = store.supersede(kept.id, "The API is served by gunicorn behind nginx.")
     assert set(_vectors(db)) == {kept.id, newer.id}
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         (blob,) = conn.execute(
             "SELECT vector FROM vectors WHERE record_id = ?", (newer.id,)
         ).fetchone()
@@ -389,7 +390,7 @@ def test_two_models_never_mix(db: Path, transformer: Embedder) -> None:
         wide.add("Customer passwords are hashed with argon2id.", "decision")
     with MemoryStore(PROJECT, path=db, embedder=narrow, model_id="narrow-64") as small:
         assert small.search("how are user credentials stored", limit=1)
-        with sqlite3.connect(db) as conn:
+        with closing(sqlite3.connect(db)) as conn, conn:
             rows = conn.execute("SELECT model, length(vector) FROM vectors ORDER BY model")
             by_model = dict(rows.fetchall())
         assert by_model == {"narrow-64": 64 * 4, wide.model: transformer.dims * 4}

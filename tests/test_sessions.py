@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def sessions(store: MemoryStore) -> Sessions:
 
 
 def _cached_snapshot(db: Path, session: str) -> str | None:
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         rows = conn.execute("SELECT snapshot FROM sessions WHERE id = ?", (session,)).fetchall()
     value = rows[0][0] if rows else None
     assert value is None or isinstance(value, str)

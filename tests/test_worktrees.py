@@ -4,6 +4,8 @@ already embedded."""
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from coderecall import CodeIndex
@@ -105,10 +107,8 @@ def test_an_index_from_before_named_views_is_adopted_by_its_root(
     root = make_repo(SAMPLE_PROJECT)
     with CodeIndex(root) as index:
         index.index(progress=False)
-    import sqlite3
-
     db = root / ".git" / "coderecall" / "index.db"
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("UPDATE views SET name = 'worktree' WHERE id = 1")
     with CodeIndex(root) as index:
         report = index.index(progress=False)

@@ -27,7 +27,8 @@ refreshed"). Cheaper and more complete than grepping file by file.
 
 Returns JSON `{"hits": [...]}`, best first; each hit has path (relative to the project root),
 start_line, end_line (1-based, inclusive), language, kind (function, method, class, ...),
-symbol, symbol_path, score (comparable within one answer) and content (the chunk's source).
+symbol, symbol_path (the unit asked for, when a chunk holds several small ones), score
+(comparable within one answer) and content (the chunk's source).
 `language` (e.g. "python") and `directory` (e.g. "src/api") narrow the search; `source`
 picks "code", "kb" or a knowledge base's name (default: all; each hit's source says which).
 When the answer would be too long, the last hits are dropped and `truncated: true` with

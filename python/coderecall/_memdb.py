@@ -163,6 +163,17 @@ class MemoryDatabase:
             conn = sqlite3.connect(
                 self.path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the memory database {self.path}: {exc}") from exc
+        try:
+            self._prepare(conn)
+        except BaseException:
+            conn.close()  # a database that cannot be used leaves no connection behind
+            raise
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        try:
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
             _use_wal(conn)
@@ -176,7 +187,6 @@ class MemoryDatabase:
                 raise StoreError(f"{self.path} was written by a newer coderecall")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the memory database {self.path}: {exc}") from exc
-        return conn
 
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
