@@ -108,7 +108,8 @@ fn decode_other(bytes: &[u8]) -> (Cow<'_, str>, Encoding) {
 }
 
 /// One byte of Windows-1252: Latin-1 but for `80`-`9F`, which hold punctuation and a few
-/// letters (the WHATWG table); its five unassigned bytes become U+FFFD.
+/// letters (as Python's `cp1252` codec has them); its five unassigned bytes become U+FFFD, not
+/// the C1 controls the WHATWG table gives them, which a terminal may act on.
 fn windows_1252(byte: u8) -> char {
     const HIGH: [char; 32] = [
         '\u{20AC}', '\u{FFFD}', '\u{201A}', '\u{0192}', '\u{201E}', '\u{2026}', '\u{2020}',
