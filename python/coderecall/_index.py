@@ -287,11 +287,11 @@ class CodeIndex:
             chunks_added=stats["chunks_added"],
             symbols_added=stats["symbols_added"],
             bytes_parsed=stats["bytes_parsed"],
-            skipped={reason: len(paths) for reason, paths in sorted(skipped.items())},
+            skipped=_counts(skipped),
             skipped_examples=_examples(skipped),
             seconds=time.perf_counter() - started,
             generation=stats["generation"],
-            decoded={encoding: len(paths) for encoding, paths in sorted(decoded.items())},
+            decoded=_counts(decoded),
             decoded_examples=_examples(decoded),
             embedding_model=embedding.model_id,
             chunks_embedded=embedding.done,
@@ -920,6 +920,11 @@ class CodeIndex:
         native = self._native
         if native is not None:
             native.cancel()
+
+
+def _counts(paths_by_key: dict[str, list[str]]) -> dict[str, int]:
+    """How many paths each reason or encoding of a report has, in order."""
+    return {key: len(paths) for key, paths in sorted(paths_by_key.items())}
 
 
 def _examples(paths_by_key: dict[str, list[str]]) -> dict[str, tuple[str, ...]]:

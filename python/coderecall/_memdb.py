@@ -163,30 +163,27 @@ class MemoryDatabase:
             conn = sqlite3.connect(
                 self.path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
             )
+            try:
+                self._prepare(conn)
+            except BaseException:
+                conn.close()  # a database that cannot be used leaves no connection behind
+                raise
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the memory database {self.path}: {exc}") from exc
-        try:
-            self._prepare(conn)
-        except BaseException:
-            conn.close()  # a database that cannot be used leaves no connection behind
-            raise
         return conn
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        try:
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
-            _use_wal(conn)
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA secure_delete = ON")  # a forgotten text is overwritten
-            version = conn.execute("PRAGMA user_version").fetchall()[0][0]
-            if version < SCHEMA_VERSION:
-                self._migrate(conn)
-            elif version > SCHEMA_VERSION:
-                raise StoreError(f"{self.path} was written by a newer coderecall")
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the memory database {self.path}: {exc}") from exc
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
+        _use_wal(conn)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA secure_delete = ON")  # a forgotten text is overwritten
+        version = conn.execute("PRAGMA user_version").fetchall()[0][0]
+        if version < SCHEMA_VERSION:
+            self._migrate(conn)
+        elif version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path} was written by a newer coderecall")
 
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:

@@ -11,9 +11,9 @@
 //!   each invalid sequence becomes U+FFFD and the rest stays as written.
 //!
 //! Bytes that decode to text with more than one character in 50 that no text holds (control
-//! characters other than whitespace, U+FFFD; two pass in any file) are not text: binary data without a NUL in its
-//! head used to be caught by failing UTF-8, and still is. A UTF-8 byte-order mark is left for
-//! the caller to strip, as before. Lines are never merged or split, so line numbers match the
+//! characters other than whitespace, U+FFFD; two pass in any file) are not text: binary data
+//! without a NUL in its head used to be caught by failing UTF-8, and still is. A byte-order
+//! mark is never part of the text. Lines are never merged or split, so line numbers match the
 //! file on disk.
 
 use std::borrow::Cow;
@@ -53,21 +53,35 @@ pub fn utf16_bom(bytes: &[u8]) -> Option<Encoding> {
     }
 }
 
-/// The text of `bytes` and how it was read (see the module docs), or `None` when what is not
-/// UTF-8 does not decode to text. UTF-16 loses its mark; an unpaired surrogate or an odd last
-/// byte becomes U+FFFD.
+/// The text of `bytes` without its byte-order mark, and how it was read (see the module
+/// docs), or `None` when what is not UTF-8 does not decode to text. In UTF-16 an unpaired
+/// surrogate or an odd last byte becomes U+FFFD.
 #[must_use]
 pub fn decode(bytes: &[u8]) -> Option<(Cow<'_, str>, Encoding)> {
-    if let Ok(text) = std::str::from_utf8(bytes)
-        && utf16_bom(bytes).is_none()
-    {
-        return Some((Cow::Borrowed(text), Encoding::Utf8));
+    let (text, encoding) = match (utf16_bom(bytes), std::str::from_utf8(bytes)) {
+        (None, Ok(text)) => (Cow::Borrowed(text), Encoding::Utf8),
+        (Some(order), _) => (Cow::Owned(utf16(&bytes[2..], order)), order),
+        (None, Err(_)) => legacy(bytes),
+    };
+    if encoding != Encoding::Utf8 {
+        let (chars, odd) = text.chars().fold((0, 0), |(n, odd), c| {
+            (n + 1, odd + usize::from(not_text(c)))
+        });
+        // Two such characters pass in any file: a short one is judged by its share.
+        if odd * 50 > chars.max(100) {
+            return None;
+        }
     }
-    let (text, encoding) = decode_other(bytes);
-    let chars = text.chars().count();
-    let odd = text.chars().filter(|&c| not_text(c)).count();
-    // Two such characters pass in any file: a short one is judged by its share.
-    (odd * 50 <= chars.max(100)).then_some((text, encoding))
+    let text = match text {
+        Cow::Borrowed(text) => Cow::Borrowed(text.strip_prefix('\u{feff}').unwrap_or(text)),
+        Cow::Owned(mut text) => {
+            if text.starts_with('\u{feff}') {
+                text.drain(..'\u{feff}'.len_utf8());
+            }
+            Cow::Owned(text)
+        }
+    };
+    Some((text, encoding))
 }
 
 /// Characters that text does not hold: controls other than whitespace (tab, line breaks,
@@ -79,27 +93,29 @@ fn not_text(c: char) -> bool {
     }
 }
 
-fn decode_other(bytes: &[u8]) -> (Cow<'_, str>, Encoding) {
-    if let Some(order) = utf16_bom(bytes) {
-        let body = &bytes[2..];
-        let unit = |pair: &[u8]| {
-            let pair = [pair[0], pair[1]];
-            if order == Encoding::Utf16Le {
-                u16::from_le_bytes(pair)
-            } else {
-                u16::from_be_bytes(pair)
-            }
-        };
-        let mut text: String = char::decode_utf16(body.chunks_exact(2).map(unit))
-            .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
-            .collect();
-        if body.len() % 2 == 1 {
-            text.push(char::REPLACEMENT_CHARACTER);
+/// UTF-16 units of the byte `order` (`body` follows the mark).
+fn utf16(body: &[u8], order: Encoding) -> String {
+    let unit = |pair: &[u8]| {
+        let pair = [pair[0], pair[1]];
+        if order == Encoding::Utf16Le {
+            u16::from_le_bytes(pair)
+        } else {
+            u16::from_be_bytes(pair)
         }
-        return (Cow::Owned(text), order);
+    };
+    let mut text: String = char::decode_utf16(body.chunks_exact(2).map(unit))
+        .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect();
+    if body.len() % 2 == 1 {
+        text.push(char::REPLACEMENT_CHARACTER);
     }
-    let utf8_beyond_ascii = bytes.utf8_chunks().any(|chunk| !chunk.valid().is_ascii());
-    if utf8_beyond_ascii {
+    text
+}
+
+/// Bytes that are not UTF-8: UTF-8 with invalid sequences replaced when some of it is valid
+/// beyond ASCII, else Windows-1252.
+fn legacy(bytes: &[u8]) -> (Cow<'_, str>, Encoding) {
+    if bytes.utf8_chunks().any(|chunk| !chunk.valid().is_ascii()) {
         (String::from_utf8_lossy(bytes), Encoding::Utf8Lossy)
     } else {
         let text = bytes.iter().map(|&b| windows_1252(b)).collect();
@@ -135,6 +151,10 @@ mod tests {
         assert!(matches!(text, Cow::Borrowed(_)));
         assert_eq!((text.as_ref(), how), ("naïve = 1\n", Encoding::Utf8));
         assert_eq!(how.name(), None);
+        // The mark goes, whatever the encoding.
+        assert_eq!(decode(b"\xef\xbb\xbfx = 1").unwrap().0, "x = 1");
+        let lossy = decode(b"\xef\xbb\xbfcaf\xc3\xa9 \xe9").unwrap();
+        assert_eq!(lossy, (Cow::Borrowed("café \u{FFFD}"), Encoding::Utf8Lossy));
     }
 
     #[test]

@@ -83,18 +83,20 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
+    const STICKY: [SkipReason; 2] = [SkipReason::Binary, SkipReason::NoParser];
+
     /// Reasons that depend only on a file's content: remembered by stat so an unchanged file
     /// is neither read again nor forgotten in reports.
     #[must_use]
     pub fn is_sticky(self) -> bool {
-        matches!(self, SkipReason::Binary | SkipReason::NoParser)
+        Self::STICKY.contains(&self)
     }
 
     /// The sticky reason `name` names, if this release still skips for it: a file remembered
     /// under a retired reason ("not valid UTF-8" before such files were decoded) is read again.
     #[must_use]
     pub fn sticky_named(name: &str) -> Option<SkipReason> {
-        [SkipReason::Binary, SkipReason::NoParser]
+        Self::STICKY
             .into_iter()
             .find(|reason| reason.name() == name)
     }
@@ -2086,14 +2088,7 @@ fn read_file(
 fn chunk_read(
     r: &Read_,
 ) -> std::result::Result<(Language, Cow<'_, str>, FileChunks, Encoding), SkipReason> {
-    let (decoded, encoding) = crate::decode::decode(&r.bytes).ok_or(SkipReason::Binary)?;
-    let text = match decoded {
-        Cow::Borrowed(text) => Cow::Borrowed(text.strip_prefix('\u{feff}').unwrap_or(text)),
-        Cow::Owned(text) => match text.strip_prefix('\u{feff}') {
-            Some(rest) => Cow::Owned(rest.to_owned()),
-            None => Cow::Owned(text),
-        },
-    };
+    let (text, encoding) = crate::decode::decode(&r.bytes).ok_or(SkipReason::Binary)?;
     let head = &text.as_bytes()[..text.len().min(BINARY_SNIFF_BYTES)];
     let language = Language::detect(&r.path, head).ok_or(SkipReason::NoParser)?;
     let chunks = chunk_file(&text, language);
