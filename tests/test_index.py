@@ -467,18 +467,22 @@ def test_text_that_is_not_utf8_is_decoded_and_reported(project: Path) -> None:
         "// Überblick\nclass InvoiceMailer { }\n", encoding="utf-16"
     )
     (project / "notes.md").write_bytes(b"# Caf\xc3\xa9\n\nbroken \xe9 byte\n")
+    japanese = "// 設定ファイルを読み込んで、結果を返します。\nclass ConfigLoader { }\n"
+    (project / "src" / "ConfigLoader.java").write_bytes(japanese.encode("shift_jis"))
 
     with CodeIndex(project) as index:
         report = index.index()
         assert report.decoded == {
+            "Shift_JIS": 1,
             "UTF-16LE": 1,
             "UTF-8 with invalid bytes replaced": 1,
-            "Windows-1252": 1,
+            "windows-1252": 1,
         }
         assert report.decoded_examples == {
+            "Shift_JIS": ("src/ConfigLoader.java",),
             "UTF-16LE": ("src/Mailer.cs",),
             "UTF-8 with invalid bytes replaced": ("notes.md",),
-            "Windows-1252": ("src/legacy.py",),
+            "windows-1252": ("src/legacy.py",),
         }
         assert report.skipped.keys() <= {"ignored"}
         assert index.status().last_report == report
@@ -486,6 +490,9 @@ def test_text_that_is_not_utf8_is_decoded_and_reported(project: Path) -> None:
         assert hit.path == "src/legacy.py"
         assert "Jürgen Müller, “résumé” parser" in (hit.content or "")
         assert index.search("InvoiceMailer")[0].path == "src/Mailer.cs"
+        hit = index.search("ConfigLoader")[0]
+        assert hit.path == "src/ConfigLoader.java"
+        assert japanese.splitlines()[0] in (hit.content or "")
         hit = index.search("broken byte")[0]
         assert (hit.path, hit.start_line) == ("notes.md", 1)
         assert "# Café\n\nbroken \ufffd byte" in (hit.content or "")

@@ -178,8 +178,8 @@ class UpdateStats(TypedDict):
     generation: int
     skipped: list[tuple[str, str]]
     decoded: list[tuple[str, str]]
-    """``(path, encoding)`` of the files parsed whose text was not UTF-8 (``"Windows-1252"``,
-    ``"UTF-16LE"``, ``"UTF-16BE"``, ``"UTF-8 with invalid bytes replaced"``)."""
+    """``(path, encoding)`` of the files parsed whose text was not UTF-8 (``"windows-1252"``,
+    ``"Shift_JIS"``, ``"UTF-16LE"``, ``"UTF-16BE"``, ``"UTF-8 with invalid bytes replaced"``)."""
 
 class HitDict(TypedDict):
     path: str

@@ -74,8 +74,9 @@ class IndexReport:
     """Number of the index state this run published."""
     decoded: Mapping[str, int] = dataclasses.field(default_factory=dict)
     """Files parsed by this run whose text was not UTF-8, by how they were decoded
-    (``"Windows-1252"``, ``"UTF-16LE"``, ``"UTF-16BE"``, ``"UTF-8 with invalid bytes
-    replaced"``): indexed all the same."""
+    (the WHATWG name of a legacy encoding such as ``"windows-1252"`` or ``"Shift_JIS"``,
+    ``"UTF-16LE"``, ``"UTF-16BE"``, ``"UTF-8 with invalid bytes replaced"``): indexed all
+    the same."""
     decoded_examples: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     """Encoding -> a few of those paths."""
     embedding_model: str | None = None
