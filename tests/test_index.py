@@ -153,6 +153,33 @@ def test_a_request_finds_the_code_not_prose_with_its_question_words(make_repo: M
             assert hits[0].path == "cli.py", (query, [(h.path, h.symbol) for h in hits])
 
 
+def test_words_of_scripts_without_spaces_are_found_inside_a_sentence(make_repo: MakeRepo) -> None:
+    """A Chinese or Japanese comment is one run of characters with no spaces: a word asked for
+    is found inside it, not only the whole run."""
+    root = make_repo(
+        {
+            "users.py": "def list_users(db):\n"
+            '    """从数据库中读取用户列表，并按注册时间排序返回结果。"""\n'
+            '    return db.query("select * from users")\n',
+            "config.py": "def save_config(path, cfg):\n"
+            '    """設定ファイルを書き込んで、古いファイルをバックアップします。"""\n'
+            "    write(path, cfg)\n",
+            "mail.py": 'def send_mail(to, body):\n    """확인 메일을 사용자에게 보냅니다."""\n'
+            "    smtp.send(to, body)\n",
+        }
+    )
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        for query, path in (
+            ("数据库", "users.py"),
+            ("注册时间排序", "users.py"),
+            ("バックアップ", "config.py"),
+            ("設定ファイル", "config.py"),
+            ("사용자에게", "mail.py"),
+        ):
+            hits = index.search(query)
+            assert [h.path for h in hits[:1]] == [path], query
+
+
 def test_language_filter(index: CodeIndex) -> None:
     hits = index.search("request token config cart", language="go")
     assert hits

@@ -12,7 +12,11 @@
 //!   (`HTTPServer` → `http`, `server`), and between letters and digits in both directions
 //!   (`utf8` → `utf`, `8`; `sha256sum` → `sha`, `256`, `sum`). An acronym followed by a lone
 //!   plural `s` stays whole (`parseURLs` → `parse`, `urls`; `getIDs` → `get`, `ids`). Empty parts
-//!   (from `__init__`) are dropped. Letters without case (CJK and so on) behave like lowercase.
+//!   (from `__init__`) are dropped. Letters without case behave like lowercase.
+//! * **Scripts without spaces.** Han, kana and Hangul are set apart from other letters and
+//!   digits (`読込text` → `読込`, `text`), and a run of three or more of them yields its
+//!   overlapping pairs of characters (`日本語テキスト` → `日本`, `本語`, `語テ`, ...): a run is
+//!   a phrase, not a word, so a query's `テキスト` meets it through `テキ`, `キス`, `スト`.
 //! * **Compounds.** Words joined by `.`, `::`, `->` or `-`, with the separator directly between two
 //!   word characters, also yield the whole compound lowercased with its separators:
 //!   `os.path.join`, `std::io::read`, `kebab-case-name`, `foo->bar`. Numbers are not special:
@@ -52,6 +56,8 @@ const UPPER: u8 = 2;
 const DIGIT: u8 = 3;
 const UNDERSCORE: u8 = 4;
 const NON_ASCII: u8 = 5;
+/// Letters of scripts written without spaces between words (Han, kana, Hangul, Yi).
+const CJK: u8 = 6;
 
 static ASCII_CLASS: [u8; 256] = build_class_table();
 
@@ -80,6 +86,8 @@ fn char_class(c: char) -> u8 {
         ASCII_CLASS[c as usize]
     } else if !c.is_alphanumeric() {
         NON_WORD
+    } else if is_cjk(c) {
+        CJK
     } else if c.is_uppercase() {
         UPPER
     } else if c.is_numeric() {
@@ -88,6 +96,19 @@ fn char_class(c: char) -> u8 {
         // Lowercase letters and letters without case.
         LOWER
     }
+}
+
+/// Han ideographs, kana, Hangul, bopomofo and Yi (with their radicals, extensions and
+/// half-width forms): scripts whose words are not set apart by spaces.
+fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{1100}'..='\u{11FF}'
+        | '\u{2E80}'..='\u{A4CF}'
+        | '\u{A960}'..='\u{A97F}'
+        | '\u{AC00}'..='\u{D7FF}'
+        | '\u{F900}'..='\u{FAFF}'
+        | '\u{FF66}'..='\u{FFDC}'
+        | '\u{20000}'..='\u{3FFFF}')
 }
 
 /// Reusable buffers for one call of [`for_each_token`].
@@ -103,7 +124,7 @@ struct Scratch {
 
 /// Bumped whenever the tokens produced for a text change: derived indexes built by another
 /// version are rebuilt rather than queried with mismatched tokens.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// Words shorter than this are not stemmed: short tokens are mostly identifiers' parts
 /// (`id`, `len`, `err`) whose stems would only add noise.
@@ -383,22 +404,37 @@ fn split_parts(
     parts: &mut Vec<(usize, usize)>,
 ) -> bool {
     let mut boundary = false;
-    let mut start: Option<usize> = None;
+    // The current part: its first char and that char's byte offset.
+    let mut start: Option<(usize, usize)> = None;
+    // A run of three or more CJK chars is not one word but several, unmarked: it yields its
+    // overlapping pairs of chars (the bigrams of Lucene's CJK analyzer), which a query's
+    // words of two or more chars meet wherever they stand.
+    let close = |first: usize, s: usize, end: usize, parts: &mut Vec<(usize, usize)>| {
+        if class(first) == CJK && end - first > 2 {
+            parts.extend((first..end - 1).map(|k| (offset(k), offset(k + 2))));
+            true
+        } else {
+            parts.push((s, offset(end)));
+            false
+        }
+    };
     for i in 0..n {
         let c = class(i);
         if c == UNDERSCORE {
-            if let Some(s) = start.take() {
-                parts.push((s, offset(i)));
+            if let Some((first, s)) = start.take() {
+                close(first, s, i, parts);
             }
             boundary = true;
             continue;
         }
-        let Some(s) = start else {
-            start = Some(offset(i));
+        let Some((first, s)) = start else {
+            start = Some((i, offset(i)));
             continue;
         };
         // `start` is set, so char i-1 exists and is not an underscore.
         let split = match (class(i - 1), c) {
+            (CJK, CJK) => false,
+            (CJK, _) | (_, CJK) => true,
             (LOWER, UPPER) | (DIGIT, LOWER | UPPER) | (LOWER | UPPER, DIGIT) => true,
             // `HTTPServer`: split before the `S`, but keep `URLs` whole.
             (UPPER, UPPER) => {
@@ -409,14 +445,13 @@ fn split_parts(
             _ => false,
         };
         if split {
-            let at = offset(i);
-            parts.push((s, at));
-            start = Some(at);
+            close(first, s, i, parts);
+            start = Some((i, offset(i)));
             boundary = true;
         }
     }
-    if let Some(s) = start {
-        parts.push((s, offset(n)));
+    if let Some((first, s)) = start {
+        boundary |= close(first, s, n, parts);
     }
     boundary
 }
@@ -599,7 +634,33 @@ mod tests {
         assert_tokens("Größe", &["größe"]);
         assert_tokens("straßeName", &["straßename", "straße", "name"]);
         assert_tokens("ΟΔΟΣ", &["οδος"]); // final sigma
-        assert_tokens("日本語テキスト", &["日本語テキスト"]);
+        assert_tokens("数据", &["数据"]);
+        assert_tokens(
+            "日本語テキスト",
+            &[
+                "日本語テキスト",
+                "日本",
+                "本語",
+                "語テ",
+                "テキ",
+                "キス",
+                "スト",
+            ],
+        );
+        assert_tokens("読込text", &["読込text", "読込", "text"]);
+        assert_tokens(
+            "데이터베이스에서",
+            &[
+                "데이터베이스에서",
+                "데이",
+                "이터",
+                "터베",
+                "베이",
+                "이스",
+                "스에",
+                "에서",
+            ],
+        );
         assert_tokens("naïve_café", &["naïve_café", "naïve", "café"]);
         assert_tokens("ÉtatInitial", &["étatinitial", "état", "initial"]);
         assert_tokens("数据2", &["数据2", "数据", "2"]);
