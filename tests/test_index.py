@@ -159,7 +159,7 @@ def test_words_of_scripts_without_spaces_are_found_inside_a_sentence(make_repo: 
     root = make_repo(
         {
             "users.py": "def list_users(db):\n"
-            '    """从数据库中读取用户列表，并按注册时间排序返回结果。"""\n'
+            '    """从数据库中读取用户列表,并按注册时间排序返回结果。"""\n'
             '    return db.query("select * from users")\n',
             "config.py": "def save_config(path, cfg):\n"
             '    """設定ファイルを書き込んで、古いファイルをバックアップします。"""\n'

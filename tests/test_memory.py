@@ -655,14 +655,22 @@ def test_an_irregular_past_tense_answers_a_question_in_the_base_form(
 
 
 def test_a_word_is_found_inside_a_sentence_written_without_spaces(store: MemoryStore) -> None:
-    decision = store.add(
-        "我们决定使用PostgreSQL作为主数据库，因为需要事务支持。", "decision"
-    ).record
-    fix = store.add("部署脚本在服务器重启后会失败，需要先清理缓存目录。", "error-solution").record
-    liked = store.add("ユーザーはダークモードを好みます。", "preference").record
-    assert decision and fix and liked
-    for query, answer in (("主数据库", decision), ("部署为什么失败", fix), ("ダークモード", liked)):
-        assert [h.id for h in store.search(query, limit=1)] == [answer.id], query
+    texts = {
+        "decision": "我们决定使用PostgreSQL作为主数据库,因为需要事务支持。",
+        "error-solution": "部署脚本在服务器重启后会失败,需要先清理缓存目录。",
+        "preference": "ユーザーはダークモードを好みます。",
+    }
+    ids = {}
+    for kind, text in texts.items():
+        record = store.add(text, kind).record
+        assert record is not None
+        ids[kind] = record.id
+    for query, kind in (
+        ("主数据库", "decision"),
+        ("部署为什么失败", "error-solution"),
+        ("ダークモード", "preference"),
+    ):
+        assert [h.id for h in store.search(query, limit=1)] == [ids[kind]], query
 
 
 def test_search_sees_other_writers_and_leaves_out_superseded_records(db: Path) -> None:

@@ -1336,22 +1336,23 @@ impl Engine {
             else {
                 continue;
             };
-            let content = match &reader {
-                Some(r) if with_content => r.chunk_content(path.file_hash, ordinal_of(key))?,
-                _ => None,
-            };
             let unit = query.and_then(|q| {
                 crate::rank::merged_unit(q, &doc.symbol, &doc.local_path, &doc.names)
             });
-            let named = match unit {
-                Some(unit) => reader
-                    .get_or_insert_with(|| Self::lock(&self.reader))
-                    .symbols(path.file_hash)?
-                    .into_iter()
-                    .find(|s| {
+            let (content, named) = match (unit, &reader) {
+                // The symbols come from the outline that holds the content: one read.
+                (Some(unit), _) => {
+                    let (content, symbols) = reader
+                        .get_or_insert_with(|| Self::lock(&self.reader))
+                        .chunk_and_symbols(path.file_hash, ordinal_of(key), with_content)?
+                        .unwrap_or_default();
+                    let named = symbols.into_iter().find(|s| {
                         s.name == unit && (doc.start_line..=doc.end_line).contains(&s.start_line)
-                    }),
-                None => None,
+                    });
+                    (content, named)
+                }
+                (None, Some(r)) => (r.chunk_content(path.file_hash, ordinal_of(key))?, None),
+                (None, None) => (None, None),
             };
             let (kind, symbol, local_path) = match &named {
                 Some(s) => (s.kind, s.name.as_str(), s.local_path.as_str()),

@@ -956,30 +956,34 @@ impl Store {
         Ok(chunks)
     }
 
-    /// The definitions of a file version; none for a version that is not stored.
-    pub fn symbols(&self, file_hash: i64) -> Result<Vec<Symbol>> {
-        Ok(self
-            .outline(file_hash)?
-            .map(|outline| outline.symbols)
-            .unwrap_or_default())
-    }
-
     /// The content of one chunk.
     pub fn chunk_content(&self, file_hash: i64, ordinal: u32) -> Result<Option<String>> {
+        Ok(self
+            .chunk_and_symbols(file_hash, ordinal, true)?
+            .and_then(|(content, _)| content))
+    }
+
+    /// From one read of a file version's outline: the content of its chunk `ordinal` when
+    /// `with_content`, and its symbols. `None` when no such version is stored.
+    pub fn chunk_and_symbols(
+        &self,
+        file_hash: i64,
+        ordinal: u32,
+        with_content: bool,
+    ) -> Result<Option<(Option<String>, Vec<Symbol>)>> {
         let Some(mut outline) = self.outline(file_hash)? else {
             return Ok(None);
         };
         let i = ordinal as usize;
-        if i >= outline.chunks.len() {
-            return Ok(None);
-        }
-        let c = outline.chunks.swap_remove(i);
-        if !outline.derived[i] {
-            return Ok(Some(c.content));
-        }
-        crate::textblob::lines(&self.file_blob(file_hash)?, c.start_line, c.end_line)
-            .map(Some)
-            .map_err(|reason| self.corrupt(file_hash, &reason))
+        let content = match outline.chunks.get_mut(i) {
+            Some(c) if with_content && !outline.derived[i] => Some(std::mem::take(&mut c.content)),
+            Some(c) if with_content => Some(
+                crate::textblob::lines(&self.file_blob(file_hash)?, c.start_line, c.end_line)
+                    .map_err(|reason| self.corrupt(file_hash, &reason))?,
+            ),
+            _ => None,
+        };
+        Ok(Some((content, outline.symbols)))
     }
 
     /// Lines `start..=end` of `path` as the view has it, `None` when the path is not in
