@@ -100,7 +100,7 @@ fn char_class(c: char) -> u8 {
 
 /// Han ideographs, kana, Hangul, bopomofo and Yi (with their radicals, extensions and
 /// half-width forms): scripts whose words are not set apart by spaces.
-fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c,
         '\u{1100}'..='\u{11FF}'
         | '\u{2E80}'..='\u{A4CF}'

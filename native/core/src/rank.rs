@@ -331,6 +331,11 @@ fn classify_query(raw: &str) -> QueryClass {
     if raw.contains('/') || raw.contains('\\') || has_file_extension(raw) {
         return QueryClass::Path;
     }
+    // Chinese and Japanese write a sentence without spaces: `設定ファイルを書き込む` is a
+    // question, not a name (unless it mixes in Latin letters, as `get用户` would).
+    if raw.chars().any(crate::analyzer::is_cjk) && !raw.chars().any(|c| c.is_ascii_alphabetic()) {
+        return QueryClass::NaturalLanguage;
+    }
     let identifier_chars = raw
         .chars()
         .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '#' | '$' | '-' | '>'));
@@ -893,6 +898,10 @@ mod tests {
         assert_eq!(Query::parse("parse_args").class, QueryClass::Identifier);
         assert_eq!(Query::parse("Client.send").class, QueryClass::Identifier);
         assert_eq!(Query::parse("std::io::Read").class, QueryClass::Identifier);
+        assert_eq!(Query::parse("get用户").class, QueryClass::Identifier);
+        for sentence in ["設定ファイルを書き込む", "数据库", "사용자에게"] {
+            assert_eq!(Query::parse(sentence).class, QueryClass::NaturalLanguage);
+        }
         assert_eq!(Query::parse("src/store.rs").class, QueryClass::Path);
         assert_eq!(Query::parse("store.rs").class, QueryClass::Path);
         assert_eq!(
