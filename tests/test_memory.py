@@ -671,6 +671,28 @@ def test_a_word_is_found_inside_a_sentence_written_without_spaces(store: MemoryS
         ("ダークモード", "preference"),
     ):
         assert [h.id for h in store.search(query, limit=1)] == [ids[kind]], query
+    # A near-duplicate differs by a character or two, not by whole words.
+    again = store.add("部署脚本在服务器重启以后会失败,需要先清理缓存目录。", "error-solution")
+    assert again.action == "updated"
+    assert again.record is not None
+    assert again.record.id == ids["error-solution"]
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_label_is_named_inside_a_sentence_written_without_spaces(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, rule: bool
+) -> None:
+    if not rule:
+        monkeypatch.setattr(rank_module, "NAMED_WEIGHT", 1.0)
+    said = [
+        ("s1", "田中: 駅前の新しいパン屋は最高だね。"),
+        ("s2", "佐藤: パン屋のパン、パン屋のケーキ、パン屋の店員、パン屋!"),
+        ("s3", "田中: 今日は雨でした。"),
+        ("s3", "佐藤: バスが遅れました。"),
+    ]
+    tanaka, sato, *_ = _converse(store, said)
+    named = [h.id for h in store.search("田中さんはパン屋をどう思いますか")][:2]
+    assert named == ([tanaka, sato] if rule else [sato, tanaka])
 
 
 def test_search_sees_other_writers_and_leaves_out_superseded_records(db: Path) -> None:

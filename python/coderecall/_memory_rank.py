@@ -32,6 +32,11 @@ __all__ = [
 ]
 
 _WORD = re.compile(r"\w+")
+# The ranges of the native analyzer's `is_cjk`: Han, kana, Hangul, bopomofo, Yi.
+_CJK_RUN = re.compile(
+    "[\u1100-\u11ff\u2e80-\ua4cf\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uffdc"
+    "\U00020000-\U0003ffff]+"
+)
 DEPTH = 60
 """Candidates each channel brings to fusion, whatever the limit (up to this many). Scores
 count from the last candidate's (``_above_floor``), so a depth that grew with the limit would
@@ -324,7 +329,17 @@ def prefer(ranked: Sequence[tuple[int, float]], preferred: set[int]) -> list[tup
 
 
 def words(text: str) -> frozenset[str]:
-    return frozenset(w.lower() for w in _WORD.findall(text))
+    """The lowercased words of ``text``; a run of Chinese, Japanese or Korean characters
+    (written without spaces) also gives its overlapping pairs, as the native analyzer does,
+    so a label or a near-duplicate in those scripts is seen inside a sentence."""
+    found = {w.lower() for w in _WORD.findall(text)}
+    if text.isascii():
+        return frozenset(found)
+    for word in tuple(found):
+        for run in _CJK_RUN.findall(word):  # within words: no punctuation
+            found.add(run)
+            found.update(run[i : i + 2] for i in range(len(run) - 1))
+    return frozenset(found)
 
 
 def _told(text: str, written: float) -> tuple[float, float] | None:
