@@ -153,9 +153,10 @@ def test_a_request_finds_the_code_not_prose_with_its_question_words(make_repo: M
             assert hits[0].path == "cli.py", (query, [(h.path, h.symbol) for h in hits])
 
 
-def test_words_of_scripts_without_spaces_are_found_inside_a_sentence(make_repo: MakeRepo) -> None:
-    """A Chinese or Japanese comment is one run of characters with no spaces: a word asked for
-    is found inside it, not only the whole run."""
+def test_words_beyond_ascii_are_found_as_people_type_them(make_repo: MakeRepo) -> None:
+    """A Chinese or Japanese comment is one run of characters with no spaces: a word asked
+    for is found inside it, not only the whole run. Accented words are found typed without
+    their accents, and the other way round."""
     root = make_repo(
         {
             "users.py": "def list_users(db):\n"
@@ -166,6 +167,9 @@ def test_words_of_scripts_without_spaces_are_found_inside_a_sentence(make_repo: 
             "    write(path, cfg)\n",
             "mail.py": 'def send_mail(to, body):\n    """확인 메일을 사용자에게 보냅니다."""\n'
             "    smtp.send(to, body)\n",
+            "menu.py": 'def dessert():\n    """Crème brûlée au café, flambée."""\n    return 1\n',
+            "size.py": 'def groesse():\n    """Berechnet die Größe der Datei."""\n    return 2\n',
+            "plain.py": 'def resume():\n    """Resume the paused download."""\n    return 3\n',
         }
     )
     with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
@@ -175,9 +179,12 @@ def test_words_of_scripts_without_spaces_are_found_inside_a_sentence(make_repo: 
             ("バックアップ", "config.py"),
             ("設定ファイル", "config.py"),
             ("사용자에게", "mail.py"),
+            ("creme brulee", "menu.py"),
+            ("Crème brûlée", "menu.py"),
+            ("die Grosse der Datei", "size.py"),
+            ("résumé the download", "plain.py"),
         ):
-            hits = index.search(query)
-            assert [h.path for h in hits[:1]] == [path], query
+            assert [h.path for h in index.search(query)[:1]] == [path], query
 
 
 def test_language_filter(index: CodeIndex) -> None:

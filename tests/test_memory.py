@@ -695,6 +695,24 @@ def test_a_label_is_named_inside_a_sentence_written_without_spaces(
     assert named == ([tanaka, sato] if rule else [sato, tanaka])
 
 
+@pytest.mark.parametrize(
+    ("written", "typed"),
+    [("José", "Jose"), ("Jose", "José"), ("Łukasz", "Lukasz"), ("Jürgen", "Jurgen")],
+)
+def test_a_name_typed_without_its_accents_is_the_same_label(
+    store: MemoryStore, written: str, typed: str
+) -> None:
+    said = [
+        ("s1", f"{written}: The new bakery downtown is rather wonderful."),
+        ("s2", "Ben: The bakery! The bakery bread, the bakery cakes, the bakery staff."),
+        ("s3", f"{written}: It rained."),
+        ("s3", "Ben: The bus was late."),
+    ]
+    theirs, bens, *_ = _converse(store, said)
+    hits = [h.id for h in store.search(f"What does {typed} think of the bakery?")][:2]
+    assert hits == [theirs, bens]
+
+
 def test_search_sees_other_writers_and_leaves_out_superseded_records(db: Path) -> None:
     with MemoryStore(PROJECT, path=db) as reader, MemoryStore(PROJECT, path=db) as writer:
         assert reader.search("cache invalidation") == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -36,6 +37,13 @@ _WORD = re.compile(r"\w+")
 _CJK_RUN = re.compile(
     "[\u1100-\u11ff\u2e80-\ua4cf\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uffdc"
     "\U00020000-\U0003ffff]+"
+)
+_LATIN = re.compile("[\u00c0-\u024f\u1e00-\u1eff]")
+# Latin letters without a decomposition, as they are typed without their marks (the native
+# analyzer's `fold_latin`).
+_UNDECOMPOSED = str.maketrans(
+    {"ß": "ss", "æ": "ae", "œ": "oe", "þ": "th", "ø": "o", "ł": "l", "đ": "d", "ð": "d"}
+    | {"\u0131": "i"}  # dotless i
 )
 DEPTH = 60
 """Candidates each channel brings to fusion, whatever the limit (up to this many). Scores
@@ -329,13 +337,24 @@ def prefer(ranked: Sequence[tuple[int, float]], preferred: set[int]) -> list[tup
 
 
 def words(text: str) -> frozenset[str]:
-    """The lowercased words of ``text``; a run of Chinese, Japanese or Korean characters
-    (written without spaces) also gives its overlapping pairs, as the native analyzer does,
-    so a label or a near-duplicate in those scripts is seen inside a sentence."""
+    """The lowercased words of ``text``, with what the native analyzer also sees beyond
+    ASCII: a Latin word with diacritics as it is typed without them (``josé`` is ``jose``),
+    and a run of Chinese, Japanese or Korean characters (written without spaces) also as its
+    overlapping pairs, so a label or a near-duplicate is seen however it is typed or inside
+    a sentence."""
     found = {w.lower() for w in _WORD.findall(text)}
     if text.isascii():
         return frozenset(found)
     for word in tuple(found):
+        if _LATIN.search(word):
+            bare = "".join(
+                c
+                for c in unicodedata.normalize("NFD", word.translate(_UNDECOMPOSED))
+                if not unicodedata.combining(c)
+            )
+            if bare.isascii():
+                found.discard(word)
+                found.add(bare)
         for run in _CJK_RUN.findall(word):  # within words: no punctuation
             found.add(run)
             found.update(run[i : i + 2] for i in range(len(run) - 1))

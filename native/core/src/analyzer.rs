@@ -26,7 +26,8 @@
 //!   and base64 blobs cannot flood the dictionary with one-off giant terms.
 //! * Short tokens (one or two characters) are kept; there are no stop words.
 //! * **Stems.** [`for_each_token`] follows a plain lowercase word with its English stem or, for an
-//!   irregular form, its base ([`crate::irregular`]); [`for_each_split_token`] does the rest.
+//!   irregular form, its base ([`crate::irregular`]), and a Latin word with diacritics with its
+//!   form without them (`café` -> `cafe`); [`for_each_split_token`] does the rest.
 //!
 //! Tokens are emitted in text order: for each word its whole form, then its parts; a compound
 //! right after its last word.
@@ -124,7 +125,7 @@ struct Scratch {
 
 /// Bumped whenever the tokens produced for a text change: derived indexes built by another
 /// version are rebuilt rather than queried with mismatched tokens.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 /// Words shorter than this are not stemmed: short tokens are mostly identifiers' parts
 /// (`id`, `len`, `err`) whose stems would only add noise.
@@ -149,16 +150,59 @@ fn stemmer() -> &'static rust_stemmers::Stemmer {
 /// both halves of the projects, symbol queries unchanged. An irregular form is followed by its
 /// base instead, stemmed the same way ("bought" by `buy`, "chose" by `choos`, the stem of
 /// "choose"), so a question about buying meets the sentence that says what was bought.
+///
+/// A Latin word with diacritics is also given without them, then stemmed like any ASCII
+/// word (`résumés` -> `resumes`, `resum`; `größe` -> `grosse`), so a query typed without
+/// accents meets text written with them, and the other way round.
 pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
+    let plain = |token: &str| {
+        token.len() >= MIN_IRREGULAR_BYTES && token.bytes().all(|b| b.is_ascii_lowercase())
+    };
     STEMS.with(|cell| {
         let mut stems = cell.borrow_mut();
+        let mut folded = String::new();
         for_each_split_token(text, |token| {
             f(token);
-            if token.len() >= MIN_IRREGULAR_BYTES && token.bytes().all(|b| b.is_ascii_lowercase()) {
+            if plain(token) {
                 stems.with_stem(token, &mut f);
+            } else if fold_latin(token, &mut folded) {
+                f(&folded);
+                if plain(&folded) {
+                    stems.with_stem(&folded, &mut f);
+                }
             }
         });
     });
+}
+
+/// `token` (lowercase) without the diacritics of its Latin letters, into `out`; whether that
+/// is a different, all-ASCII token. Letters that do not decompose are spelled as they are
+/// usually typed without them (`ß` -> `ss`, `ø` -> `o`). Other scripts are left alone: in
+/// Cyrillic or Greek a mark makes another letter.
+fn fold_latin(token: &str, out: &mut String) -> bool {
+    let latin = |c| matches!(c, '\u{C0}'..='\u{24F}' | '\u{1E00}'..='\u{1EFF}');
+    if token.is_ascii() || !token.contains(latin) {
+        return false;
+    }
+    out.clear();
+    for c in token.chars() {
+        match c {
+            'ß' => out.push_str("ss"),
+            'æ' => out.push_str("ae"),
+            'œ' => out.push_str("oe"),
+            'þ' => out.push_str("th"),
+            'ø' => out.push('o'),
+            'ł' => out.push('l'),
+            'đ' | 'ð' => out.push('d'),
+            'ı' => out.push('i'),
+            c => unicode_normalization::char::decompose_canonical(c, |part| {
+                if !unicode_normalization::char::is_combining_mark(part) {
+                    out.push(part);
+                }
+            }),
+        }
+    }
+    out.is_ascii()
 }
 
 /// The Snowball stem of `word`, or the word itself when it is too short to stem.
@@ -506,6 +550,34 @@ mod tests {
                 "os.path"
             ]
         );
+    }
+
+    #[test]
+    fn accents_are_also_given_without() {
+        assert_eq!(
+            analyze_to_vec("Résumés größe"),
+            ["résumés", "resumes", "resum", "größe", "grosse", "gross"]
+        );
+        assert_eq!(
+            analyze_to_vec("naïve_café"),
+            [
+                "naïve_café",
+                "naive_cafe",
+                "naïve",
+                "naive",
+                "naiv",
+                "café",
+                "cafe"
+            ]
+        );
+        // A query typed without accents meets the text, and the other way round.
+        for (written, typed) in [("Crème brûlée", "creme brulee"), ("Łódź", "Lodz")] {
+            let written = analyze_to_vec(written);
+            assert!(analyze_to_vec(typed).iter().all(|t| written.contains(t)));
+        }
+        // Other scripts keep their marks: `й` is not `и`.
+        assert_eq!(analyze_to_vec("йод"), ["йод"]);
+        assert_eq!(analyze_to_vec("日本語"), ["日本語", "日本", "本語"]);
     }
 
     #[test]
