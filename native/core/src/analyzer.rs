@@ -37,12 +37,17 @@
 //!
 //! # Throughput
 //!
-//! Measured with a scratch benchmark (`/tmp/bm25dev/examples/bench.rs`: release build, one
-//! thread, best of three passes) over 59.9 MB of real Rust source (every `.rs` file under 200 KB
-//! in the local cargo registry): **150–300 MB/s** with [`for_each_token`] and 75–155 MB/s with
-//! [`analyze`] (one `String` per token), the range being the shared two-core VM's run-to-run
-//! variation. [`crate::bm25::analyze_doc`] (tokenise plus per-document term counting) runs at
-//! 65–95 MB/s on ~1 KB chunks of that code plus the registry's C, JavaScript and Markdown.
+//! `cargo run --release --example analyze -- DIR` times [`for_each_token`] on one thread over
+//! the source files under `DIR` (best of five passes). On the speed benchmark's large tree
+//! (15,354 files, 130 MB, 24.7 million tokens; 2026-11-27, Intel VM): 116-118 MB/s, where
+//! the analyzer before accents and scripts without spaces were handled ran at 122-124 MB/s
+//! over 1.3% fewer tokens (the extra ones come from translation files and test data in
+//! those languages: django's locales alone, 114-115 against 121-122 MB/s); on a tree of
+//! code only (1,893 files, 12 MB) 154-158 MB/s against 155-160. Earlier, a scratch
+//! benchmark over 59.9 MB of Rust read 150-300 MB/s with [`for_each_token`] and 75-155 MB/s
+//! with [`analyze`] (one `String` per token), the range being the shared VM's run-to-run
+//! variation; [`crate::bm25::analyze_doc`] (tokenise plus per-document term counting) ran at
+//! 65-95 MB/s on ~1 KB chunks of that code plus C, JavaScript and Markdown.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
