@@ -158,6 +158,100 @@ def test_distill_refuses_what_it_cannot_do(
     assert "Traceback" not in done.stderr
 
 
+def _sentence_transformers_folder(minilm: Path, folder: Path, files: dict[str, object]) -> Path:
+    """MiniLM's files (linked) with sentence-transformers settings (path: JSON) beside them."""
+    folder.mkdir()
+    for name in ("config.json", "tokenizer.json", "model.safetensors"):
+        (folder / name).symlink_to(minilm / name)
+    for name, content in files.items():
+        path = folder / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(content))
+    return folder
+
+
+def test_pooling_and_prompts_follow_the_sentence_transformers_files(
+    minilm: Path, transformer: Embedder, tmp_path: Path
+) -> None:
+    texts = ["def parse(argv): return argv[1:]", "Hello world"]
+    # Mean pooling spelled out is the default: same vectors, same identity.
+    mean = Embedder.transformer(
+        _sentence_transformers_folder(
+            minilm, tmp_path / "mean", {"1_Pooling/config.json": {"pooling_mode_mean_tokens": True}}
+        )
+    )
+    assert mean.recipe == transformer.recipe == ""
+    assert np.array_equal(mean.embed(texts), transformer.embed(texts))
+
+    # CLS pooling (bge): the first token's state, whatever pads the batch.
+    cls = Embedder.transformer(
+        _sentence_transformers_folder(
+            minilm,
+            tmp_path / "cls",
+            {
+                "1_Pooling/config.json": {
+                    "pooling_mode_cls_token": True,
+                    "pooling_mode_mean_tokens": False,
+                }
+            },
+        )
+    )
+    assert cls.recipe == "pooling=cls"
+    together = cls.embed([*texts, "a much longer text " * 30])
+    for text, vector in zip(texts, together[: len(texts)], strict=True):
+        assert np.allclose(cls.embed([text])[0], vector, atol=1e-5)
+        assert float(vector @ transformer.embed([text])[0]) < 0.99
+
+    # Prompts (e5): before every query and every document, as if written there.
+    prompted = Embedder.transformer(
+        _sentence_transformers_folder(
+            minilm,
+            tmp_path / "e5",
+            {
+                "config_sentence_transformers.json": {
+                    "prompts": {"query": "query: ", "passage": "passage: "},
+                    "default_prompt_name": None,
+                }
+            },
+        )
+    )
+    assert prompted.recipe == 'query prompt="query: "; document prompt="passage: "'
+    assert np.allclose(
+        prompted.embed_query("parse the arguments"),
+        transformer.embed(["query: parse the arguments"])[0],
+        atol=1e-6,
+    )
+    assert np.allclose(
+        prompted.embed(texts), transformer.embed([f"passage: {t}" for t in texts]), atol=1e-6
+    )
+    assert prompted.tokenize(["x"]) == transformer.tokenize(["passage: x"])
+
+    # A pooling the engine does not do is refused by name, not approximated.
+    with pytest.raises(ModelError, match="max_tokens pooling; only mean or CLS"):
+        Embedder.transformer(
+            _sentence_transformers_folder(
+                minilm,
+                tmp_path / "max",
+                {"1_Pooling/config.json": {"pooling_mode_max_tokens": True}},
+            )
+        )
+
+
+def test_a_model_pooled_or_prompted_otherwise_is_another_model(
+    minilm: Path, tmp_path: Path
+) -> None:
+    from coderecall._embedding import local_model_id
+    from coderecall._models import describe
+
+    info = describe(minilm)
+    cls = _sentence_transformers_folder(
+        minilm, tmp_path / "cls", {"1_Pooling/config.json": {"pooling_mode_cls_token": True}}
+    )
+    recipe = Embedder.transformer(cls).recipe
+    assert local_model_id(info, 384, recipe) != local_model_id(info, 384)
+    assert local_model_id(info, 384, "") == local_model_id(info, 384)
+
+
 def test_broken_model_folders_raise_model_error_naming_the_problem(
     minilm: Path, tmp_path: Path
 ) -> None:

@@ -296,7 +296,7 @@ def run_project(
             assert embedder.path is not None  # a local model
             # Named by the model's files, not its path: a model distilled again into the same
             # folder must not reuse the cached copy's old vectors.
-            model_id = local_model_id(describe(embedder.path), embedder.dims)
+            model_id = local_model_id(describe(embedder.path), embedder.dims, embedder.recipe)
             native.set_embedder(embedder, model_id)
             started = time.perf_counter()
             embedded = native.embed_pending()

@@ -83,7 +83,10 @@ def select_embedding(
         else:
             embedder = Embedder.transformer(info.path, config.embedding_max_tokens)
         return EmbeddingChoice(
-            info.kind, info.name, local_model_id(info, embedder.dims), embedder=embedder
+            info.kind,
+            info.name,
+            local_model_id(info, embedder.dims, embedder.recipe),
+            embedder=embedder,
         )
     remote = _remote(config, None)
     hint = (recorded or {}).get("dims")
@@ -142,11 +145,15 @@ def _local_model(config: Config, provider: str) -> ModelInfo | None:
     return None
 
 
-def local_model_id(info: ModelInfo, dims: int) -> str:
+def local_model_id(info: ModelInfo, dims: int, recipe: str = "") -> str:
     """``kind:name:dims:fingerprint``. The fingerprint covers the config, the tokenizer's
     size and the weights' size, head and tail, so a folder whose files were replaced by
-    another model's gets another id without hashing gigabytes."""
+    another model's gets another id without hashing gigabytes; and ``recipe``
+    (:attr:`Embedder.recipe`: pooling and prompts other than the default), so vectors
+    pooled or prompted otherwise never mix with a model's earlier ones."""
     digest = hashlib.sha256()
+    if recipe:
+        digest.update(f"recipe:{recipe};".encode())
     for name in ("config.json", "tokenizer.json", "model.safetensors"):
         path = info.path / name
         if not path.is_file():

@@ -1200,7 +1200,7 @@ def _model_key(embedder: Embedder, model_id: str | None) -> str:
     from ._embedding import local_model_id
     from ._models import describe
 
-    return local_model_id(describe(embedder.path), embedder.dims)
+    return local_model_id(describe(embedder.path), embedder.dims, embedder.recipe)
 
 
 def _dedups(kind: str) -> bool:

@@ -89,6 +89,10 @@ class Embedder:
     @property
     def path(self) -> Path | None:
         """The model folder (``None`` for a delegate)."""
+    @property
+    def recipe(self) -> str:
+        """How a transformer pools and prompts where its folder departs from mean pooling
+        without prompts (``'pooling=cls; query prompt="query: "'``); empty otherwise."""
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One L2-normalised row per text: a ``float32`` array of shape ``(len(texts), dims)``."""
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:

@@ -27,6 +27,8 @@ pub(crate) struct Embedder {
     path: Option<PathBuf>,
     /// What a delegate wraps, for its repr.
     label: Option<String>,
+    /// How a transformer pools and prompts, where it departs from the default.
+    recipe: String,
 }
 
 impl Embedder {
@@ -46,11 +48,13 @@ impl Embedder {
         let engine = py
             .detach(|| TransformerEmbedder::load(&path, max_tokens))
             .map_err(to_py)?;
+        let recipe = engine.recipe().describe();
         Ok(Embedder {
             engine: Arc::new(engine),
             kind: "transformer",
             path: Some(path),
             label: None,
+            recipe,
         })
     }
 
@@ -64,6 +68,7 @@ impl Embedder {
             kind: "static",
             path: Some(path),
             label: None,
+            recipe: String::new(),
         })
     }
 
@@ -84,6 +89,7 @@ impl Embedder {
             kind: "delegate",
             path: None,
             label: Some(label),
+            recipe: String::new(),
         })
     }
 
@@ -103,6 +109,13 @@ impl Embedder {
     #[getter]
     fn path(&self) -> Option<PathBuf> {
         self.path.clone()
+    }
+
+    /// How a transformer pools and prompts where its folder departs from mean pooling
+    /// without prompts (`"pooling=cls; query prompt=\"query: \""`); empty otherwise.
+    #[getter]
+    fn recipe(&self) -> &str {
+        &self.recipe
     }
 
     /// One L2-normalised row per text: a `float32` array of shape `(len(texts), dims)`.

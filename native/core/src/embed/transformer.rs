@@ -2,8 +2,10 @@
 //!
 //! The model folder holds `config.json`, `tokenizer.json` and `model.safetensors`. Texts are
 //! tokenized with an explicit truncation (the tokenizer file's own is overridden), sorted by
-//! length so each batch pads to little, run through the encoder, mean-pooled over the
-//! attention mask and L2-normalised: what sentence-transformers does for these models.
+//! length so each batch pads to little, run through the encoder, pooled and L2-normalised:
+//! what sentence-transformers does for these models. Pooling and prompts follow the folder's
+//! sentence-transformers files when it has them (see [`Recipe`]): mean pooling over the
+//! attention mask and no prompt otherwise.
 
 use std::path::{Path, PathBuf};
 
@@ -19,12 +21,104 @@ use crate::error::Result;
 const BATCH_TOKENS: usize = 8192;
 
 /// Which token states a vector averages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Pooling {
     /// Every real token, special ones included (sentence-transformers' mean pooling).
+    #[default]
     All,
     /// All but the first and last (the special tokens around a single vocabulary token).
     Inner,
+    /// The first token's state alone (`[CLS]`: bge and other models trained so).
+    Cls,
+}
+
+/// What a sentence-transformers folder says beyond the encoder: how token states pool into
+/// one vector (`1_Pooling/config.json`) and the prompts put before a query or a document
+/// (`prompts` in `config_sentence_transformers.json`: e5's `query: ` and `passage: `, bge's
+/// search instruction). Without those files: mean pooling and no prompts, as
+/// all-MiniLM-L6-v2 wants.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recipe {
+    pub pooling: Pooling,
+    pub query_prompt: String,
+    pub document_prompt: String,
+}
+
+impl Recipe {
+    /// What sets this recipe apart from the default (mean pooling, no prompts), for a
+    /// model's identity: empty for the default, so such models keep theirs.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.pooling != Pooling::All {
+            parts.push(format!("pooling={:?}", self.pooling).to_lowercase());
+        }
+        for (name, prompt) in [
+            ("query", &self.query_prompt),
+            ("document", &self.document_prompt),
+        ] {
+            if !prompt.is_empty() {
+                parts.push(format!("{name} prompt={prompt:?}"));
+            }
+        }
+        parts.join("; ")
+    }
+
+    /// The recipe of the model in `dir`.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Model`] when a file is unreadable or not JSON, or asks for a pooling
+    /// other than mean or CLS (max, last token, weighted mean), which would give vectors the
+    /// model was not trained for.
+    pub fn read(dir: &Path) -> Result<Self> {
+        let read = |name: &str| -> Result<Option<serde_json::Value>> {
+            match std::fs::read_to_string(dir.join(name)) {
+                Ok(text) => serde_json::from_str(&text)
+                    .map(Some)
+                    .map_err(|e| model_error(dir, format!("{name}: {e}"))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(model_error(dir, format!("{name}: {e}"))),
+            }
+        };
+        let mut recipe = Recipe::default();
+        if let Some(config) = read("1_Pooling/config.json")? {
+            let modes: Vec<&str> = config
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(_, on)| on.as_bool() == Some(true))
+                .filter_map(|(key, _)| key.strip_prefix("pooling_mode_"))
+                .collect();
+            recipe.pooling = match modes.as_slice() {
+                [] | ["mean_tokens"] => Pooling::All,
+                ["cls_token"] => Pooling::Cls,
+                other => {
+                    return Err(model_error(
+                        dir,
+                        format!(
+                            "1_Pooling/config.json asks for {} pooling; only mean or CLS \
+                             pooling is supported",
+                            other.join(" + ")
+                        ),
+                    ));
+                }
+            };
+        }
+        if let Some(config) = read("config_sentence_transformers.json")? {
+            let prompts = &config["prompts"];
+            let prompt = |names: &[&str]| {
+                names
+                    .iter()
+                    .find_map(|name| prompts[*name].as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            recipe.query_prompt = prompt(&["query"]);
+            recipe.document_prompt = prompt(&["document", "passage", "corpus"]);
+        }
+        Ok(recipe)
+    }
 }
 
 /// A sentence-embedding transformer loaded from a local folder.
@@ -36,6 +130,7 @@ pub struct TransformerEmbedder {
     pad_id: u32,
     dir: PathBuf,
     device: Device,
+    recipe: Recipe,
     /// One question is often asked of several channels at once (`ask` searches code and
     /// memory), and a pass through the model costs milliseconds.
     recent: RecentQueries,
@@ -52,6 +147,7 @@ impl TransformerEmbedder {
             .map_err(|e| model_error(dir, format!("config.json: {e}")))?;
         let config: Config = serde_json::from_str(&config_text)
             .map_err(|e| model_error(dir, format!("config.json is not a BERT config: {e}")))?;
+        let recipe = Recipe::read(dir)?;
         let max_tokens = max_tokens.clamp(2, config.max_position_embeddings);
         let tokenizer = load_tokenizer(dir, max_tokens)?;
         let weights = std::fs::read(model_file(dir, "model.safetensors")?)
@@ -78,8 +174,24 @@ impl TransformerEmbedder {
             pad_id,
             dir: dir.to_path_buf(),
             device,
+            recipe,
             recent: RecentQueries::default(),
         })
+    }
+
+    /// How this model pools and prompts (from its folder).
+    #[must_use]
+    pub fn recipe(&self) -> &Recipe {
+        &self.recipe
+    }
+
+    /// Token ids of `texts` with `prompt` before each.
+    fn prompted_ids(&self, prompt: &str, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
+        if prompt.is_empty() {
+            return self.token_ids(texts);
+        }
+        let texts: Vec<String> = texts.iter().map(|text| format!("{prompt}{text}")).collect();
+        self.token_ids(&texts.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     /// The tokenizer, as loaded (with this engine's truncation).
@@ -107,13 +219,14 @@ impl TransformerEmbedder {
         Ok(encodings.iter().map(|e| e.get_ids().to_vec()).collect())
     }
 
-    /// Embeds already tokenized inputs (each with its special tokens).
+    /// Embeds already tokenized inputs (each with its special tokens), pooled as the model's
+    /// recipe says.
     ///
     /// # Errors
     ///
     /// [`crate::Error::Model`] if an id is out of the vocabulary or the model fails.
     pub fn embed_ids(&self, inputs: &[Vec<u32>]) -> Result<Vec<f32>> {
-        self.embed_ids_pooled(inputs, Pooling::All)
+        self.embed_ids_pooled(inputs, self.recipe.pooling)
     }
 
     /// Like [`embed_ids`](Self::embed_ids), choosing which positions are averaged.
@@ -147,7 +260,7 @@ impl TransformerEmbedder {
         Ok(out)
     }
 
-    /// Mean-pooled last hidden states of one padded batch, row-major.
+    /// Pooled last hidden states of one padded batch, row-major.
     fn forward<'a>(
         &self,
         batch: impl ExactSizeIterator<Item = &'a [u32]>,
@@ -168,7 +281,10 @@ impl TransformerEmbedder {
             mask.extend(std::iter::repeat_n(0u32, len - input.len()));
             let inner = pooling == Pooling::Inner && input.len() > 2;
             pooled.extend((0..len).map(|i| {
-                let inside = i < input.len() && !(inner && (i == 0 || i + 1 == input.len()));
+                let inside = match pooling {
+                    Pooling::Cls => i == 0,
+                    _ => i < input.len() && !(inner && (i == 0 || i + 1 == input.len())),
+                };
                 f32::from(u8::from(inside))
             }));
         }
@@ -204,14 +320,82 @@ impl Embedder for TransformerEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<f32>> {
-        self.embed_ids(&self.token_ids(texts)?)
+        self.embed_ids(&self.tokenize(texts)?)
     }
 
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-        self.recent.get_or_embed(text, || self.embed(&[text]))
+        self.recent.get_or_embed(text, || {
+            self.embed_ids(&self.prompted_ids(&self.recipe.query_prompt, &[text])?)
+        })
     }
 
     fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
-        self.token_ids(texts)
+        self.prompted_ids(&self.recipe.document_prompt, texts)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn recipe(files: &[(&str, &str)]) -> Result<Recipe> {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        Recipe::read(dir.path())
+    }
+
+    #[test]
+    fn a_recipe_follows_the_sentence_transformers_files() {
+        assert_eq!(recipe(&[]).unwrap(), Recipe::default());
+        assert_eq!(Recipe::default().describe(), "");
+        let bge = recipe(&[(
+            "1_Pooling/config.json",
+            r#"{"word_embedding_dimension": 384, "pooling_mode_cls_token": true,
+                "pooling_mode_mean_tokens": false, "include_prompt": true}"#,
+        )])
+        .unwrap();
+        assert_eq!(bge.pooling, Pooling::Cls);
+        assert_eq!(bge.describe(), "pooling=cls");
+        let e5 = recipe(&[(
+            "config_sentence_transformers.json",
+            r#"{"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": null}"#,
+        )])
+        .unwrap();
+        assert_eq!(
+            (
+                e5.pooling,
+                e5.query_prompt.as_str(),
+                e5.document_prompt.as_str()
+            ),
+            (Pooling::All, "query: ", "passage: ")
+        );
+        // No prompts named: none used.
+        let plain = recipe(&[("config_sentence_transformers.json", r#"{"prompts": {}}"#)]);
+        assert_eq!(plain.unwrap(), Recipe::default());
+    }
+
+    #[test]
+    fn a_recipe_the_engine_cannot_follow_is_refused_by_name() {
+        let max = recipe(&[(
+            "1_Pooling/config.json",
+            r#"{"pooling_mode_max_tokens": true, "pooling_mode_mean_tokens": true}"#,
+        )]);
+        let message = max.unwrap_err().to_string();
+        assert!(
+            message.contains("max_tokens + mean_tokens pooling"),
+            "{message}"
+        );
+        let broken = recipe(&[("config_sentence_transformers.json", "{not json")]);
+        assert!(
+            broken
+                .unwrap_err()
+                .to_string()
+                .contains("config_sentence_transformers.json")
+        );
     }
 }
