@@ -265,3 +265,14 @@ def test_config_normalises_and_validates_on_construction() -> None:
     assert isinstance(caught.value, Error)
     with pytest.raises(ConfigError, match="invalid value for 'include'"):
         Config(include="src/")  # type: ignore[arg-type]  # a bare string is a classic bug
+
+
+def test_prompts_are_kept_as_written(tmp_path: Path) -> None:
+    (tmp_path / ".coderecall.toml").write_text(
+        '[embedding]\nquery-prompt = "query: "\ndocument-prompt = ""\n'
+    )
+    config = load_config(tmp_path)
+    assert (config.embedding_query_prompt, config.embedding_document_prompt) == ("query: ", "")
+    assert Config().embedding_query_prompt is None
+    with pytest.raises(ConfigError, match=r"embedding_query_prompt.*expected a string"):
+        Config(embedding_query_prompt=3)  # type: ignore[arg-type]

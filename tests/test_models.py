@@ -237,6 +237,39 @@ def test_pooling_and_prompts_follow_the_sentence_transformers_files(
         )
 
 
+def test_prompts_from_the_configuration_replace_the_folders(
+    minilm: Path, transformer: Embedder, tmp_path: Path
+) -> None:
+    from coderecall import Config
+    from coderecall._embedding import select_embedding
+
+    folder = _sentence_transformers_folder(
+        minilm,
+        tmp_path / "e5",
+        {"config_sentence_transformers.json": {"prompts": {"query": "q: ", "document": "d: "}}},
+    )
+    configured = Config(
+        embedding_provider="transformer",
+        embedding_model=str(folder),
+        embedding_query_prompt="query: ",
+        embedding_document_prompt="",
+    )
+    choice = select_embedding(configured)
+    assert choice.embedder is not None
+    assert choice.embedder.recipe == 'query prompt="query: "'
+    assert np.allclose(
+        choice.embedder.embed_query("x"), transformer.embed(["query: x"])[0], atol=1e-6
+    )
+    assert np.array_equal(choice.embedder.embed(["x"]), transformer.embed(["x"]))
+    # Left unset, the folder's prompts stay, and the model is another.
+    folders = select_embedding(
+        Config(embedding_provider="transformer", embedding_model=str(folder))
+    )
+    assert folders.embedder is not None
+    assert folders.embedder.recipe == 'query prompt="q: "; document prompt="d: "'
+    assert folders.model_id != choice.model_id
+
+
 def test_a_model_pooled_or_prompted_otherwise_is_another_model(
     minilm: Path, tmp_path: Path
 ) -> None:

@@ -58,6 +58,10 @@ key                   type        default   meaning
 ``batch-size``        int >= 1              inputs per request (default: the API's limit)
 ``concurrency``       int >= 1              requests in flight
 ``max-tokens``        int >= 1    ``256``   tokens a transformer reads of each chunk
+``query-prompt``      str                   text put before every query a transformer
+                                            embeds (default: the model folder's, e5's
+                                            ``"query: "``; ``""`` for none)
+``document-prompt``   str                   the same before every chunk and memory record
 ``quantization``      name        ``bf16``  how the vector graph stores vectors: ``bf16``,
                                             ``f16`` (same memory, slower inserts), or ``i8``
                                             (half the memory, faster inserts, slightly lower
@@ -146,6 +150,8 @@ class Config:
     embedding_batch_size: int | None = None
     embedding_concurrency: int | None = None
     embedding_max_tokens: int = 256
+    embedding_query_prompt: str | None = None
+    embedding_document_prompt: str | None = None
     embedding_quantization: Literal["bf16", "f16", "i8"] = "bf16"
     embedding_weight: float | None = None
 
@@ -411,6 +417,13 @@ def _to_optional_count(value: object, source: _Source) -> int | None:
     return None if value is None else _to_count(value, source)
 
 
+def _to_prompt(value: object, source: _Source) -> str | None:
+    # As written: a prompt's trailing space is part of it, and "" means none.
+    if value is None or isinstance(value, str):
+        return value
+    raise _InvalidValueError("a string")
+
+
 def _to_optional_text(value: object, source: _Source) -> str | None:
     if value is None:
         return None
@@ -471,6 +484,8 @@ _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "embedding_batch_size": _to_optional_count,
     "embedding_concurrency": _to_optional_count,
     "embedding_max_tokens": _to_count,
+    "embedding_query_prompt": _to_prompt,
+    "embedding_document_prompt": _to_prompt,
     "embedding_quantization": _one_of(QUANTIZATIONS),
     "embedding_weight": _to_optional_share,
 }

@@ -81,7 +81,12 @@ def select_embedding(
         if info.kind == "static":
             embedder = Embedder.static_model(info.path)
         else:
-            embedder = Embedder.transformer(info.path, config.embedding_max_tokens)
+            embedder = Embedder.transformer(
+                info.path,
+                config.embedding_max_tokens,
+                query_prompt=config.embedding_query_prompt,
+                document_prompt=config.embedding_document_prompt,
+            )
         return EmbeddingChoice(
             info.kind,
             info.name,

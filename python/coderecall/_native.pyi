@@ -67,9 +67,17 @@ class Embedder:
     """
 
     @staticmethod
-    def transformer(path: str | PathLike[str], max_tokens: int = 256) -> Embedder:
+    def transformer(
+        path: str | PathLike[str],
+        max_tokens: int = 256,
+        *,
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
+    ) -> Embedder:
         """A BERT-family sentence-embedding model from a folder with ``config.json``,
-        ``tokenizer.json`` and ``model.safetensors``; inputs are cut to ``max_tokens`` tokens."""
+        ``tokenizer.json`` and ``model.safetensors``; inputs are cut to ``max_tokens`` tokens.
+        Pooling and prompts follow the folder's sentence-transformers files; the prompts, when
+        given, replace those (``""``: none)."""
     @staticmethod
     def static_model(path: str | PathLike[str]) -> Embedder:
         """A static (Model2Vec-format) model from a folder with ``tokenizer.json`` and

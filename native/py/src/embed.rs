@@ -41,13 +41,21 @@ impl Embedder {
 #[pymethods]
 impl Embedder {
     /// A BERT-family sentence-embedding model from a folder with `config.json`,
-    /// `tokenizer.json` and `model.safetensors`; inputs are cut to `max_tokens` tokens.
+    /// `tokenizer.json` and `model.safetensors`; inputs are cut to `max_tokens` tokens. The
+    /// prompts, when given, replace those the folder names.
     #[staticmethod]
-    #[pyo3(signature = (path, max_tokens = 256))]
-    fn transformer(py: Python<'_>, path: PathBuf, max_tokens: usize) -> PyResult<Self> {
-        let engine = py
+    #[pyo3(signature = (path, max_tokens = 256, *, query_prompt = None, document_prompt = None))]
+    fn transformer(
+        py: Python<'_>,
+        path: PathBuf,
+        max_tokens: usize,
+        query_prompt: Option<String>,
+        document_prompt: Option<String>,
+    ) -> PyResult<Self> {
+        let mut engine = py
             .detach(|| TransformerEmbedder::load(&path, max_tokens))
             .map_err(to_py)?;
+        engine.set_prompts(query_prompt, document_prompt);
         let recipe = engine.recipe().describe();
         Ok(Embedder {
             engine: Arc::new(engine),

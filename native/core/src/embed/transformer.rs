@@ -179,10 +179,21 @@ impl TransformerEmbedder {
         })
     }
 
-    /// How this model pools and prompts (from its folder).
+    /// How this model pools and prompts (from its folder, unless replaced).
     #[must_use]
     pub fn recipe(&self) -> &Recipe {
         &self.recipe
+    }
+
+    /// Replaces the prompts the folder names (`None` keeps the folder's; an empty prompt
+    /// means none), for a model whose folder does not say what it was trained with.
+    pub fn set_prompts(&mut self, query: Option<String>, document: Option<String>) {
+        if let Some(query) = query {
+            self.recipe.query_prompt = query;
+        }
+        if let Some(document) = document {
+            self.recipe.document_prompt = document;
+        }
     }
 
     /// Token ids of `texts` with `prompt` before each.
