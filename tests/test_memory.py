@@ -678,39 +678,52 @@ def test_a_word_is_found_inside_a_sentence_written_without_spaces(store: MemoryS
     assert again.record.id == ids["error-solution"]
 
 
-@pytest.mark.parametrize("rule", [True, False])
-def test_a_label_is_named_inside_a_sentence_written_without_spaces(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, rule: bool
-) -> None:
-    if not rule:
-        monkeypatch.setattr(rank_module, "NAMED_WEIGHT", 1.0)
-    said = [
-        ("s1", "田中: 駅前の新しいパン屋は最高だね。"),
-        ("s2", "佐藤: パン屋のパン、パン屋のケーキ、パン屋の店員、パン屋!"),
-        ("s3", "田中: 今日は雨でした。"),
-        ("s3", "佐藤: バスが遅れました。"),
-    ]
-    tanaka, sato, *_ = _converse(store, said)
-    named = [h.id for h in store.search("田中さんはパン屋をどう思いますか")][:2]
-    assert named == ([tanaka, sato] if rule else [sato, tanaka])
-
-
-@pytest.mark.parametrize(
-    ("written", "typed"),
-    [("José", "Jose"), ("Jose", "José"), ("Łukasz", "Lukasz"), ("Jürgen", "Jurgen")],
-)
-def test_a_name_typed_without_its_accents_is_the_same_label(
-    store: MemoryStore, written: str, typed: str
-) -> None:
-    said = [
-        ("s1", f"{written}: The new bakery downtown is rather wonderful."),
+def _bakery_talk(name: str) -> list[tuple[str, str]]:
+    return [
+        ("s1", f"{name}: The new bakery downtown is rather wonderful."),
         ("s2", "Ben: The bakery! The bakery bread, the bakery cakes, the bakery staff."),
-        ("s3", f"{written}: It rained."),
+        ("s3", f"{name}: It rained."),
         ("s3", "Ben: The bus was late."),
     ]
-    theirs, bens, *_ = _converse(store, said)
-    hits = [h.id for h in store.search(f"What does {typed} think of the bakery?")][:2]
-    assert hits == [theirs, bens]
+
+
+@pytest.mark.parametrize("rule", [True, False])
+@pytest.mark.parametrize(
+    ("said", "question"),
+    [
+        (
+            [
+                ("s1", "田中: 駅前の新しいパン屋は最高だね。"),
+                ("s2", "佐藤: パン屋のパン、パン屋のケーキ、パン屋の店員、パン屋!"),
+                ("s3", "田中: 今日は雨でした。"),
+                ("s3", "佐藤: バスが遅れました。"),
+            ],
+            "田中さんはパン屋をどう思いますか",
+        ),
+        *[
+            (_bakery_talk(written), f"What does {typed} think of the bakery?")
+            for written, typed in [
+                ("José", "Jose"),
+                ("Jose", "José"),
+                ("Łukasz", "Lukasz"),
+                ("Jürgen", "Jurgen"),
+            ]
+        ],
+    ],
+)
+def test_a_label_is_named_however_the_question_writes_it(
+    store: MemoryStore,
+    monkeypatch: pytest.MonkeyPatch,
+    rule: bool,
+    said: list[tuple[str, str]],
+    question: str,
+) -> None:
+    """Inside a sentence written without spaces, or typed without its accents."""
+    if not rule:
+        monkeypatch.setattr(rank_module, "NAMED_WEIGHT", 1.0)
+    theirs, other, *_ = _converse(store, said)
+    named = [h.id for h in store.search(question)][:2]
+    assert named == ([theirs, other] if rule else [other, theirs])
 
 
 def test_search_sees_other_writers_and_leaves_out_superseded_records(db: Path) -> None:

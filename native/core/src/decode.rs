@@ -63,13 +63,15 @@ pub fn decode(bytes: &[u8]) -> Option<(Cow<'_, str>, Encoding)> {
         Some((charset, len)) => (Some(charset), &bytes[len..]),
         None => (None, bytes),
     };
-    let (text, encoding) = match (marked, std::str::from_utf8(body)) {
-        (Some(utf16), _) if utf16 != encoding_rs::UTF_8 => (
+    let (text, encoding) = match marked {
+        Some(utf16) if utf16 != encoding_rs::UTF_8 => (
             utf16.decode_without_bom_handling(body).0,
             Encoding::Other(utf16),
         ),
-        (_, Ok(text)) => return Some((Cow::Borrowed(text), Encoding::Utf8)),
-        (_, Err(_)) => legacy(body, marked.is_some()),
+        _ => match std::str::from_utf8(body) {
+            Ok(text) => return Some((Cow::Borrowed(text), Encoding::Utf8)),
+            Err(_) => legacy(body, marked.is_some()),
+        },
     };
     let (chars, odd) = text.chars().fold((0, 0), |(n, odd), c| {
         (n + 1, odd + usize::from(not_text(c)))

@@ -50,8 +50,11 @@ impl Recipe {
     #[must_use]
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        if self.pooling != Pooling::All {
-            parts.push(format!("pooling={:?}", self.pooling).to_lowercase());
+        // Spelled out, not Debug: the text is part of stored model ids.
+        match self.pooling {
+            Pooling::All => {}
+            Pooling::Inner => parts.push("pooling=inner".to_owned()),
+            Pooling::Cls => parts.push("pooling=cls".to_owned()),
         }
         for (name, prompt) in [
             ("query", &self.query_prompt),
