@@ -10,18 +10,13 @@ use std::time::Instant;
 use rayon::prelude::*;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
+mod support;
+
 const BATCH: usize = 10_000;
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let file = args.next().expect("VECTORS.f32");
-    let dims: usize = args.next().expect("DIMS").parse().unwrap();
-    let bytes = std::fs::read(file).unwrap();
-    let all: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    let rows: Vec<&[f32]> = all.chunks_exact(dims).collect();
+    let (all, dims, _) = support::vectors_from_args();
+    let rows: Vec<&[f32]> = all.iter().map(Vec::as_slice).collect();
     let queries: Vec<&[f32]> = rows.iter().step_by(rows.len() / 200).copied().collect();
     // Exact top 10 by brute force, the reference for recall.
     let exact: Vec<Vec<usize>> = queries

@@ -1,4 +1,5 @@
 //! What the measuring examples share.
+#![allow(dead_code)] // each example uses some of it
 
 use std::path::{Path, PathBuf};
 
@@ -41,4 +42,23 @@ pub(crate) fn source_files(
             Some((name, lang, String::from_utf8(bytes).ok()?))
         })
         .collect()
+}
+
+/// The vectors named by the command line's first two arguments, `VECTORS.f32 DIMS` (a file of
+/// row-major little-endian f32 values, numpy's `tofile`), their width and the other arguments.
+pub(crate) fn vectors_from_args() -> (Vec<Vec<f32>>, usize, std::env::Args) {
+    let mut args = std::env::args();
+    args.next();
+    let file = args.next().expect("VECTORS.f32 DIMS");
+    let dims: usize = args
+        .next()
+        .and_then(|d| d.parse().ok())
+        .expect("VECTORS.f32 DIMS");
+    let bytes = std::fs::read(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let values: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let rows = values.chunks_exact(dims).map(<[f32]>::to_vec).collect();
+    (rows, dims, args)
 }
