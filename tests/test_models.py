@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import coderecall
+from bert_reference import token_states, unit
 from coderecall import Embedder, ModelError, distill_model, list_models, load_embedder
 from coderecall._models import token_frequencies
 
@@ -202,6 +203,11 @@ def test_pooling_and_prompts_follow_the_sentence_transformers_files(
         assert np.allclose(cls.embed([text])[0], vector, atol=1e-5)
         assert float(vector @ transformer.embed([text])[0]) < 0.99
 
+    # The first token's state of the encoder itself (an implementation apart, in numpy).
+    for text, vector in zip(texts, together[: len(texts)], strict=True):
+        reference = unit(token_states(minilm, transformer.tokenize([text])[0])[0])
+        assert float(vector @ reference) > 0.9999
+
     # Prompts (e5): before every query and every document, as if written there.
     prompted = Embedder.transformer(
         _sentence_transformers_folder(
@@ -235,6 +241,87 @@ def test_pooling_and_prompts_follow_the_sentence_transformers_files(
                 {"1_Pooling/config.json": {"pooling_mode_max_tokens": True}},
             )
         )
+
+
+def test_a_prompt_left_out_of_the_mean_is_left_out_as_sentence_transformers_does(
+    minilm: Path, transformer: Embedder, tmp_path: Path
+) -> None:
+    # Instruction models pool only the text's tokens: [CLS] and the prompt's tokens (the
+    # prompt tokenized alone, less its [SEP]) are out of the mean, though the encoder sees them.
+    folder = _sentence_transformers_folder(
+        minilm,
+        tmp_path / "instructed",
+        {
+            "1_Pooling/config.json": {"pooling_mode_mean_tokens": True, "include_prompt": False},
+            "config_sentence_transformers.json": {
+                "prompts": {
+                    "query": "Represent this question for retrieval: ",
+                    "document": "Code: ",
+                }
+            },
+        },
+    )
+    instructed = Embedder.transformer(folder)
+    assert instructed.recipe == (
+        'query prompt="Represent this question for retrieval: "; '
+        'document prompt="Code: "; prompt not pooled'
+    )
+
+    def expected(prompt: str, text: str) -> np.ndarray:
+        states = token_states(minilm, transformer.tokenize([prompt + text])[0])
+        skip = len(transformer.tokenize([prompt])[0]) - 1
+        return unit(states[skip:].mean(0))
+
+    question = "where are the arguments parsed"
+    query = instructed.embed_query(question)
+    assert float(query @ expected("Represent this question for retrieval: ", question)) > 0.9999
+    # The prompt still shapes the text's states: not the unprompted text's vector.
+    assert float(query @ transformer.embed([question])[0]) < 0.99
+    documents = ["def parse(argv): return argv[1:]", "Hello world"]
+    for text, vector in zip(documents, instructed.embed(documents), strict=True):
+        assert float(vector @ expected("Code: ", text)) > 0.9999
+    # Prompts pooled in are another recipe, so another model: vectors never mix.
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"include_prompt": True}))
+    assert Embedder.transformer(folder).recipe != instructed.recipe
+
+
+def test_a_listed_transformer_says_how_it_pools_and_prompts(
+    minilm: Path, in_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from coderecall._cli import main
+
+    _sentence_transformers_folder(
+        minilm,
+        in_cache / "bge-like",
+        {
+            "1_Pooling/config.json": {"pooling_mode_cls_token": True},
+            "config_sentence_transformers.json": {"prompts": {"query": "Find: "}},
+        },
+    )
+    _sentence_transformers_folder(
+        minilm,
+        in_cache / "max-pooled",
+        {"1_Pooling/config.json": {"pooling_mode_max_tokens": True}},
+    )
+    found = {info.name: info for info in list_models()}
+    assert found["bge-like"].recipe == 'pooling=cls; query prompt="Find: "'
+    assert found["bge-like"].recipe == Embedder.transformer(in_cache / "bge-like").recipe
+    assert found["bge-like"].problem is None
+    # A folder the engine cannot run is listed with the reason, not dropped.
+    assert found["max-pooled"].recipe == ""
+    assert "max_tokens pooling" in (found["max-pooled"].problem or "")
+
+    assert main(["model", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    bge = next(line for line in lines if line.startswith("bge-like "))
+    assert 'transformer, 384 dims, pooling=cls; query prompt="Find: ", ' in bge
+    after = lines[lines.index(next(line for line in lines if line.startswith("max-pooled "))) + 1]
+    assert after.startswith("  cannot be used: ")
+    assert "only mean or CLS" in after
+    assert main(["model", "list", "--json"]) == 0
+    listed = {entry["name"]: entry for entry in json.loads(capsys.readouterr().out)}
+    assert listed["bge-like"]["recipe"] == found["bge-like"].recipe
+    assert listed["max-pooled"]["problem"] == found["max-pooled"].problem
 
 
 def test_prompts_from_the_configuration_replace_the_folders(

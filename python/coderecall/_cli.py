@@ -649,9 +649,13 @@ def _model_list(args: argparse.Namespace) -> int:
         return 0
     for info in found:
         dims = f"{info.dims} dims" if info.dims else "dims unknown"
+        recipe = f", {info.recipe}" if info.recipe else ""
         console.print(
-            f"{info.name}  {info.kind}, {dims}, {_size(info.bytes)}  {info.path}", markup=False
+            f"{info.name}  {info.kind}, {dims}{recipe}, {_size(info.bytes)}  {info.path}",
+            markup=False,
         )
+        if info.problem:
+            console.print(f"  cannot be used: {info.problem}", markup=False)
     return 0
 
 

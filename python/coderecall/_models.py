@@ -22,7 +22,7 @@ from ._collect import collect
 from ._config import load_config
 from ._dirs import user_cache_dir
 from ._errors import ModelError
-from ._native import Embedder
+from ._native import Embedder, model_recipe
 from ._native import distill as _distill
 
 __all__ = [
@@ -47,13 +47,17 @@ _CORPUS_BYTES = 64 << 20
 
 @dataclass(frozen=True, slots=True)
 class ModelInfo:
-    """A model folder: its name (the folder's), kind, vector length when known, and size."""
+    """A model folder: its name (the folder's), kind, vector length when known, and size; for
+    a transformer, how it pools and prompts where that departs from mean pooling without
+    prompts (:attr:`Embedder.recipe`), or why the engine cannot run it."""
 
     name: str
     path: Path
     kind: ModelKind
     dims: int | None
     bytes: int
+    recipe: str = ""
+    problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +66,8 @@ class ModelInfo:
             "kind": self.kind,
             "dims": self.dims,
             "bytes": self.bytes,
+            "recipe": self.recipe,
+            "problem": self.problem,
         }
 
 
@@ -87,12 +93,17 @@ def describe(path: Path) -> ModelInfo:
         except (OSError, ValueError) as exc:
             raise ModelError(f"{config_file}: {exc}") from None
         config = loaded if isinstance(loaded, dict) else {}
+    recipe, problem = "", None
     if config.get("model_type") == "model2vec" or not config_file.is_file():
         kind: ModelKind = "static"
         dims = config.get("hidden_dim")
     else:
         kind = "transformer"
         dims = config.get("hidden_size")
+        try:
+            recipe = model_recipe(path)
+        except ModelError as exc:
+            problem = str(exc)
     size = sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file())
     return ModelInfo(
         name=path.name,
@@ -100,6 +111,8 @@ def describe(path: Path) -> ModelInfo:
         kind=kind,
         dims=dims if isinstance(dims, int) else None,
         bytes=size,
+        recipe=recipe,
+        problem=problem,
     )
 
 

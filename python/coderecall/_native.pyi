@@ -33,6 +33,7 @@ __all__ = [
     "extract_symbols",
     "languages",
     "learn",
+    "model_recipe",
 ]
 
 __version__: Final[str]
@@ -127,6 +128,11 @@ def distill(
     """Builds a static model in ``dst`` from the transformer in ``src``; ``progress(done,
     total)`` is called as tokens are embedded; ``frequencies[id]`` counts token ``id`` in a
     representative corpus (else Zipf over the ids). Returns what was built."""
+
+def model_recipe(path: str | PathLike[str]) -> str:
+    """How the transformer in ``path`` pools and prompts, as :attr:`Embedder.recipe` says once
+    it is loaded (read from its sentence-transformers files, not its weights); raises
+    :class:`ModelError` for a recipe the engine cannot follow."""
 
 def centred_nearest(
     ids: npt.NDArray[np.int64],

@@ -271,6 +271,15 @@ fn reporter(progress: Option<&Py<PyAny>>) -> impl Fn(usize, usize) + '_ {
     }
 }
 
+/// How the transformer in `path` pools and prompts, as `Embedder.recipe` would say once it is
+/// loaded (its sentence-transformers files only: the weights are not read).
+#[pyfunction]
+pub(crate) fn model_recipe(path: PathBuf) -> PyResult<String> {
+    coderecall_core::embed::Recipe::read(&path)
+        .map(|recipe| recipe.describe())
+        .map_err(to_py)
+}
+
 /// Builds a static model in `dst` from the transformer in `src` (see
 /// `coderecall_core::embed::distill`); `progress(done, total)` is called as tokens are embedded.
 /// `frequencies[id]` counts token `id` in a representative corpus (else Zipf over the ids).

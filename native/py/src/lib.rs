@@ -548,7 +548,7 @@ fn extract_symbols(
 #[pymodule(gil_used = false)]
 mod _native {
     #[pymodule_export]
-    use super::embed::{Embedder, centred_nearest, distill, dot_rows, learn};
+    use super::embed::{Embedder, centred_nearest, distill, dot_rows, learn, model_recipe};
     #[pymodule_export]
     use super::graph::CallGraph;
     #[pymodule_export]

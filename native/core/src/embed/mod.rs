@@ -17,7 +17,7 @@ use std::sync::Mutex;
 pub use distill::{DistillOptions, DistillReport, distill};
 pub use learn::{LearnOptions, LearnReport, learn, learn_table};
 pub use lookup::StaticEmbedder;
-pub use transformer::TransformerEmbedder;
+pub use transformer::{Pooling, Recipe, TransformerEmbedder};
 
 use crate::error::{Error, Result};
 

@@ -33,15 +33,29 @@ pub enum Pooling {
 }
 
 /// What a sentence-transformers folder says beyond the encoder: how token states pool into
-/// one vector (`1_Pooling/config.json`) and the prompts put before a query or a document
-/// (`prompts` in `config_sentence_transformers.json`: e5's `query: ` and `passage: `, bge's
-/// search instruction). Without those files: mean pooling and no prompts, as
-/// all-MiniLM-L6-v2 wants.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// one vector (`1_Pooling/config.json`, with whether a prompt's tokens enter the mean) and
+/// the prompts put before a query or a document (`prompts` in
+/// `config_sentence_transformers.json`: e5's `query: ` and `passage: `, bge's search
+/// instruction). Without those files: mean pooling and no prompts, as all-MiniLM-L6-v2 wants.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recipe {
     pub pooling: Pooling,
     pub query_prompt: String,
     pub document_prompt: String,
+    /// Whether the mean takes in the prompt's tokens (and `[CLS]` before them);
+    /// instruction-tuned models trained without them say `"include_prompt": false`.
+    pub include_prompt: bool,
+}
+
+impl Default for Recipe {
+    fn default() -> Self {
+        Recipe {
+            pooling: Pooling::default(),
+            query_prompt: String::new(),
+            document_prompt: String::new(),
+            include_prompt: true,
+        }
+    }
 }
 
 impl Recipe {
@@ -64,7 +78,17 @@ impl Recipe {
                 parts.push(format!("{name} prompt={prompt:?}"));
             }
         }
+        if self.skips_prompt() {
+            parts.push("prompt not pooled".to_owned());
+        }
         parts.join("; ")
+    }
+
+    /// Whether some prompt is left out of the mean (without a prompt the flag changes nothing).
+    fn skips_prompt(&self) -> bool {
+        !self.include_prompt
+            && self.pooling != Pooling::Cls
+            && !(self.query_prompt.is_empty() && self.document_prompt.is_empty())
     }
 
     /// The recipe of the model in `dir`.
@@ -107,6 +131,7 @@ impl Recipe {
                     ));
                 }
             };
+            recipe.include_prompt = config["include_prompt"].as_bool().unwrap_or(true);
         }
         if let Some(config) = read("config_sentence_transformers.json")? {
             let prompts = &config["prompts"];
@@ -208,6 +233,19 @@ impl TransformerEmbedder {
         self.token_ids(&texts.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
+    /// Embeds `texts` with `prompt` before each, leaving the prompt's positions out of the
+    /// mean when the recipe says so: `[CLS]` and the prompt's tokens, counted as
+    /// sentence-transformers counts them (the prompt tokenized alone, less its `[SEP]`).
+    fn embed_prompted(&self, prompt: &str, texts: &[&str]) -> Result<Vec<f32>> {
+        let inputs = self.prompted_ids(prompt, texts)?;
+        let skip = if self.recipe.include_prompt || prompt.is_empty() {
+            0
+        } else {
+            self.token_ids(&[prompt])?[0].len().saturating_sub(1)
+        };
+        self.embed_skipping(&inputs, self.recipe.pooling, skip)
+    }
+
     /// The tokenizer, as loaded (with this engine's truncation).
     #[must_use]
     pub fn tokenizer(&self) -> &tokenizers::Tokenizer {
@@ -249,6 +287,17 @@ impl TransformerEmbedder {
     ///
     /// [`crate::Error::Model`] if an id is out of the vocabulary or the model fails.
     pub fn embed_ids_pooled(&self, inputs: &[Vec<u32>], pooling: Pooling) -> Result<Vec<f32>> {
+        self.embed_skipping(inputs, pooling, 0)
+    }
+
+    /// Like [`embed_ids_pooled`](Self::embed_ids_pooled), a mean leaving out each input's
+    /// first `skip` positions (never its last).
+    fn embed_skipping(
+        &self,
+        inputs: &[Vec<u32>],
+        pooling: Pooling,
+        skip: usize,
+    ) -> Result<Vec<f32>> {
         let mut out = vec![0.0f32; inputs.len() * self.dims];
         let mut order: Vec<usize> = (0..inputs.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(inputs[i].len()));
@@ -262,6 +311,7 @@ impl TransformerEmbedder {
                     batch.iter().map(|&i| inputs[i].as_slice()),
                     longest,
                     pooling,
+                    skip,
                 )
                 .map_err(|e| model_error(&self.dir, format!("inference: {e}")))?;
             for (row, &i) in pooled.chunks_exact(self.dims).zip(batch) {
@@ -280,6 +330,7 @@ impl TransformerEmbedder {
         batch: impl ExactSizeIterator<Item = &'a [u32]>,
         len: usize,
         pooling: Pooling,
+        skip: usize,
     ) -> candle_core::Result<Vec<f32>> {
         let rows = batch.len();
         let mut ids = Vec::with_capacity(rows * len);
@@ -294,10 +345,16 @@ impl TransformerEmbedder {
             mask.extend(std::iter::repeat_n(1u32, input.len()));
             mask.extend(std::iter::repeat_n(0u32, len - input.len()));
             let inner = pooling == Pooling::Inner && input.len() > 2;
+            // A prompt that truncation left alone in the input keeps its last token in.
+            let first = skip.min(input.len().saturating_sub(1));
             pooled.extend((0..len).map(|i| {
                 let inside = match pooling {
                     Pooling::Cls => i == 0,
-                    _ => i < input.len() && !(inner && (i == 0 || i + 1 == input.len())),
+                    _ => {
+                        i < input.len()
+                            && i >= first
+                            && !(inner && (i == 0 || i + 1 == input.len()))
+                    }
                 };
                 f32::from(u8::from(inside))
             }));
@@ -334,12 +391,12 @@ impl Embedder for TransformerEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<f32>> {
-        self.embed_ids(&self.tokenize(texts)?)
+        self.embed_prompted(&self.recipe.document_prompt, texts)
     }
 
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         self.recent.get_or_embed(text, || {
-            self.embed_ids(&self.prompted_ids(&self.recipe.query_prompt, &[text])?)
+            self.embed_prompted(&self.recipe.query_prompt, &[text])
         })
     }
 
@@ -391,6 +448,23 @@ mod tests {
         // No prompts named: none used.
         let plain = recipe(&[("config_sentence_transformers.json", r#"{"prompts": {}}"#)]);
         assert_eq!(plain.unwrap(), Recipe::default());
+        // A prompt left out of the mean; without a prompt that changes nothing.
+        let pooled = r#"{"pooling_mode_mean_tokens": true, "include_prompt": false}"#;
+        let instructed = recipe(&[
+            ("1_Pooling/config.json", pooled),
+            (
+                "config_sentence_transformers.json",
+                r#"{"prompts": {"query": "Find: "}}"#,
+            ),
+        ])
+        .unwrap();
+        assert!(!instructed.include_prompt);
+        assert_eq!(
+            instructed.describe(),
+            r#"query prompt="Find: "; prompt not pooled"#
+        );
+        let unprompted = recipe(&[("1_Pooling/config.json", pooled)]).unwrap();
+        assert_eq!(unprompted.describe(), "");
     }
 
     #[test]
