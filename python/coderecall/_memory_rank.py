@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import unicodedata
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from ._native import KeySet, TextIndex
+from ._native import KeySet, TextIndex, word_variants
 from ._timephrase import resolve, tells_duration, tells_time, where_told
 
 __all__ = [
@@ -34,17 +33,6 @@ __all__ = [
 
 _WORD = re.compile(r"\w+")
 # The ranges of the native analyzer's `is_cjk`: Han, kana, Hangul, bopomofo, Yi.
-_CJK_RUN = re.compile(
-    "[\u1100-\u11ff\u2e80-\ua4cf\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uffdc"
-    "\U00020000-\U0003ffff]+"
-)
-_LATIN = re.compile("[\u00c0-\u024f\u1e00-\u1eff]")
-# Latin letters without a decomposition, as they are typed without their marks (the native
-# analyzer's `fold_latin`).
-_UNDECOMPOSED = str.maketrans(
-    {"ß": "ss", "æ": "ae", "œ": "oe", "þ": "th", "ø": "o", "ł": "l", "đ": "d", "ð": "d"}
-    | {"\u0131": "i"}  # dotless i
-)
 DEPTH = 60
 """Candidates each channel brings to fusion, whatever the limit (up to this many). Scores
 count from the last candidate's (``_above_floor``), so a depth that grew with the limit would
@@ -346,18 +334,13 @@ def words(text: str) -> frozenset[str]:
     if text.isascii():
         return frozenset(found)
     for word in tuple(found):
-        if _LATIN.search(word):
-            bare = "".join(
-                c
-                for c in unicodedata.normalize("NFD", word.translate(_UNDECOMPOSED))
-                if not unicodedata.combining(c)
-            )
-            if bare.isascii():
-                found.discard(word)
-                found.add(bare)
-        for run in _CJK_RUN.findall(word):  # within words: no punctuation
-            found.add(run)
-            found.update(run[i : i + 2] for i in range(len(run) - 1))
+        if word.isascii():
+            continue
+        bare, pieces = word_variants(word)
+        if bare is not None:
+            found.discard(word)
+            found.add(bare)
+        found.update(pieces)
     return frozenset(found)
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "languages",
     "learn",
     "model_recipe",
+    "word_variants",
 ]
 
 __version__: Final[str]
@@ -128,6 +129,12 @@ def distill(
     """Builds a static model in ``dst`` from the transformer in ``src``; ``progress(done,
     total)`` is called as tokens are embedded; ``frequencies[id]`` counts token ``id`` in a
     representative corpus (else Zipf over the ids). Returns what was built."""
+
+def word_variants(word: str) -> tuple[str | None, list[str]]:
+    """The other spellings of one lowercase word of prose, by the analyzer's rules beyond
+    ASCII: the word typed without its diacritics (``None`` when it has none to drop), and
+    each run of Chinese, Japanese or Korean characters in it with the run's overlapping
+    pairs."""
 
 def model_recipe(path: str | PathLike[str]) -> str:
     """How the transformer in ``path`` pools and prompts, as :attr:`Embedder.recipe` says once

@@ -180,6 +180,29 @@ pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
     });
 }
 
+/// The other spellings of one lowercase word of prose, by the rules the analyzer applies to
+/// text beyond ASCII: the word as typed without its diacritics (`None` when it has none to
+/// drop or folds to something not ASCII), and each run of Chinese, Japanese or Korean
+/// characters in it followed by the run's overlapping pairs. For callers that split text
+/// into words themselves (memory's labels and near-duplicates).
+#[must_use]
+pub fn word_variants(word: &str) -> (Option<String>, Vec<String>) {
+    let mut bare = String::new();
+    let bare = fold_latin(word, &mut bare).then_some(bare);
+    let mut pieces = Vec::new();
+    let mut run: Vec<char> = Vec::new();
+    for c in word.chars().chain(std::iter::once(' ')) {
+        if is_cjk(c) {
+            run.push(c);
+        } else if !run.is_empty() {
+            pieces.push(run.iter().collect());
+            pieces.extend(run.windows(2).map(|pair| pair.iter().collect()));
+            run.clear();
+        }
+    }
+    (bare, pieces)
+}
+
 /// `token` (lowercase) without the diacritics of its Latin letters, into `out`; whether that
 /// is a different, all-ASCII token. Letters that do not decompose are spelled as they are
 /// usually typed without them (`ß` -> `ss`, `ø` -> `o`). Other scripts are left alone: in
@@ -583,6 +606,27 @@ mod tests {
         // Other scripts keep their marks: `й` is not `и`.
         assert_eq!(analyze_to_vec("йод"), ["йод"]);
         assert_eq!(analyze_to_vec("日本語"), ["日本語", "日本", "本語"]);
+    }
+
+    #[test]
+    fn a_word_is_given_its_other_spellings() {
+        let owned = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(word_variants("josé"), (Some("jose".to_owned()), vec![]));
+        assert_eq!(
+            word_variants("straße"),
+            (Some("strasse".to_owned()), vec![])
+        );
+        assert_eq!(word_variants("plain"), (None, vec![]));
+        assert_eq!(word_variants("йод"), (None, vec![]));
+        assert_eq!(
+            word_variants("数据库"),
+            (None, owned(&["数据库", "数据", "据库"]))
+        );
+        // Runs apart inside one word; a single character is a run without pairs.
+        assert_eq!(
+            word_variants("田中さんabc山"),
+            (None, owned(&["田中さん", "田中", "中さ", "さん", "山"]))
+        );
     }
 
     #[test]

@@ -552,7 +552,7 @@ mod _native {
     #[pymodule_export]
     use super::graph::CallGraph;
     #[pymodule_export]
-    use super::text::{KeySet, TextIndex};
+    use super::text::{KeySet, TextIndex, word_variants};
     #[pymodule_export]
     use super::{NativeIndex, detect_language, extract_symbols, languages};
 

@@ -6,6 +6,14 @@ use std::sync::RwLock;
 use coderecall_core::bm25::{Bm25Index, Bm25Params, DocFields, Field, analyze_doc};
 use pyo3::prelude::*;
 
+/// The other spellings of one lowercase word of prose: without its diacritics (or `None`),
+/// and the runs of Chinese, Japanese or Korean characters in it, each with its overlapping
+/// pairs (`coderecall_core::analyzer::word_variants`).
+#[pyfunction]
+pub(crate) fn word_variants(word: &str) -> (Option<String>, Vec<String>) {
+    coderecall_core::analyzer::word_variants(word)
+}
+
 /// A BM25F index of texts keyed by integers: `body` is the text, `name` its labels (tags,
 /// weighted like a definition's name), `kind` its type. Thread-safe; searches run in
 /// parallel with each other, inserts take turns.
