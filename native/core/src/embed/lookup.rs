@@ -12,7 +12,7 @@ use candle_core::{DType, Device};
 
 use rayon::prelude::*;
 
-use super::wordpiece::AsciiWordPiece;
+use super::wordpiece::FastWordPiece;
 use super::{Embedder, load_tokenizer, model_error, model_file, normalize};
 use crate::error::Result;
 
@@ -22,8 +22,8 @@ const MAX_TOKENS: usize = 512;
 /// A static embedding model loaded from a local folder.
 pub struct StaticEmbedder {
     tokenizer: tokenizers::Tokenizer,
-    /// The tokenizer's fast path for ASCII text, when its pipeline is BERT's.
-    ascii: Option<AsciiWordPiece>,
+    /// WordPiece without offset tracking, when the tokenizer's pipeline is BERT's.
+    fast: Option<FastWordPiece>,
     /// Row-major vocabulary × dims.
     table: Vec<f32>,
     weights: Option<Vec<f32>>,
@@ -89,7 +89,7 @@ impl StaticEmbedder {
             .iter()
             .find_map(|t| tokenizer.token_to_id(t));
         Ok(StaticEmbedder {
-            ascii: AsciiWordPiece::of(&tokenizer),
+            fast: FastWordPiece::of(&tokenizer),
             tokenizer,
             table,
             weights,
@@ -184,9 +184,9 @@ impl Embedder for StaticEmbedder {
 
     fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
         let fast = |text: &&str| {
-            self.ascii
+            self.fast
                 .as_ref()
-                .and_then(|ascii| ascii.encode(text, MAX_TOKENS))
+                .and_then(|fast| fast.encode(text, MAX_TOKENS))
         };
         let mut ids: Vec<Option<Vec<u32>>> = if texts.len() > 1 {
             texts.par_iter().map(fast).collect()

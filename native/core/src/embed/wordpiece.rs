@@ -1,11 +1,11 @@
-//! BERT WordPiece tokenization of ASCII text without the alignment bookkeeping.
+//! BERT WordPiece tokenization without the alignment bookkeeping.
 //!
 //! `tokenizers` tracks the offsets of every character through each normalisation step,
-//! which a static model never reads: on code, that bookkeeping (and Unicode decomposition
-//! for accents ASCII does not have) took most of the static engine's time. For a tokenizer
-//! whose pipeline is BERT's (its normalizer, its pre-tokenizer, WordPiece), an ASCII text
-//! gets the same ids here; any other text, or one holding an added token such as `[MASK]`,
-//! goes through `tokenizers` as before.
+//! which a static model never reads: on code, that bookkeeping took most of the static
+//! engine's time. For a tokenizer whose pipeline is BERT's (its normalizer, its
+//! pre-tokenizer, WordPiece), a text gets the same ids here, with the same character tables
+//! (`unicode_categories`, `unicode-normalization-alignments`); ASCII text takes a shorter
+//! path still. A text holding an added token such as `[MASK]` goes through `tokenizers`.
 
 use std::collections::HashMap;
 
@@ -13,11 +13,13 @@ use tokenizers::{
     Model, ModelWrapper, NormalizerWrapper, PreTokenizerWrapper, Tokenizer,
     normalizers::bert::BertNormalizer,
 };
+use unicode_categories::UnicodeCategories;
+use unicode_normalization_alignments::UnicodeNormalization;
 
 type Vocab = HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>;
 
-/// The ASCII fast path of one BERT WordPiece tokenizer.
-pub(crate) struct AsciiWordPiece {
+/// The fast path of one BERT WordPiece tokenizer.
+pub(crate) struct FastWordPiece {
     /// Pieces that start a word.
     starts: Vocab,
     /// Pieces that continue one, without the continuation prefix.
@@ -25,19 +27,29 @@ pub(crate) struct AsciiWordPiece {
     unknown: u32,
     max_word: usize,
     lowercase: bool,
+    /// Spaces around each CJK ideograph, so that each is a word.
+    chinese: bool,
+    /// Accents (nonspacing marks after canonical decomposition) dropped.
+    strip_accents: bool,
     /// Added tokens (`[CLS]`, `[MASK]`, ...): `tokenizers` matches them in the text first.
     added: Vec<String>,
 }
 
-impl AsciiWordPiece {
+impl FastWordPiece {
     /// The fast path of `tokenizer`, or `None` if its pipeline is not BERT's.
     pub(crate) fn of(tokenizer: &Tokenizer) -> Option<Self> {
-        let lowercase = match tokenizer.get_normalizer()? {
+        let (lowercase, chinese, strip_accents) = match tokenizer.get_normalizer()? {
             NormalizerWrapper::BertNormalizer(BertNormalizer {
                 clean_text: true,
                 lowercase,
+                handle_chinese_chars,
+                strip_accents,
                 ..
-            }) => *lowercase,
+            }) => (
+                *lowercase,
+                *handle_chinese_chars,
+                strip_accents.unwrap_or(*lowercase),
+            ),
             _ => return None,
         };
         if !matches!(
@@ -77,65 +89,104 @@ impl AsciiWordPiece {
             unknown,
             max_word: model.max_input_chars_per_word,
             lowercase,
+            chinese,
+            strip_accents,
             added,
         })
     }
 
     /// The first `max` ids of `text` (no special tokens), or `None` when `text` needs the
-    /// full tokenizer (not ASCII, or holding an added token).
+    /// full tokenizer (it holds an added token).
     pub(crate) fn encode(&self, text: &str, max: usize) -> Option<Vec<u32>> {
-        if !text.is_ascii() {
-            return None;
-        }
-        // BertNormalizer on ASCII: control characters go, tab and line breaks become spaces,
-        // letters are lowercased (accents and Chinese characters are not ASCII).
-        let clean: Vec<u8> = text
-            .bytes()
-            .filter(|&b| b >= 0x20 && b != 0x7f || matches!(b, b'\t' | b'\n' | b'\r'))
-            .map(|b| match b {
-                b'\t' | b'\n' | b'\r' => b' ',
-                _ if self.lowercase => b.to_ascii_lowercase(),
-                _ => b,
-            })
-            .collect();
-        // ASCII in, ASCII out: always valid UTF-8.
-        let cleaned = std::str::from_utf8(&clean).ok()?;
+        let clean = if text.is_ascii() {
+            self.normalize_ascii(text)
+        } else {
+            self.normalize(text)
+        };
         if self
             .added
             .iter()
-            .any(|token| text.contains(token.as_str()) || cleaned.contains(token.as_str()))
+            .any(|token| text.contains(token.as_str()) || clean.contains(token.as_str()))
         {
             return None;
         }
+        // BertPreTokenizer: words split at whitespace, each punctuation character a word.
         let mut ids = Vec::new();
-        // BertPreTokenizer: words split at spaces, each punctuation character a word.
         let mut start = 0;
-        for (at, &b) in clean.iter().enumerate() {
-            if b == b' ' || b.is_ascii_punctuation() {
-                self.word(&clean[start..at], &mut ids);
-                if b != b' ' {
-                    self.word(&clean[at..=at], &mut ids);
+        for (at, c) in clean.char_indices() {
+            let space = c.is_whitespace();
+            if space || c.is_ascii_punctuation() || (!c.is_ascii() && c.is_punctuation()) {
+                self.word(&clean.as_bytes()[start..at], &mut ids);
+                let end = at + c.len_utf8();
+                if !space {
+                    self.word(&clean.as_bytes()[at..end], &mut ids);
                 }
-                start = at + 1;
+                start = end;
                 if ids.len() >= max {
                     break;
                 }
             }
         }
         if ids.len() < max {
-            self.word(&clean[start..], &mut ids);
+            self.word(&clean.as_bytes()[start..], &mut ids);
         }
         ids.truncate(max);
         Some(ids)
     }
 
+    /// `BertNormalizer` on ASCII: control characters go, tab and line breaks become spaces,
+    /// letters are lowercased (accents and Chinese characters are not ASCII).
+    fn normalize_ascii(&self, text: &str) -> String {
+        text.chars()
+            .filter(|&c| c >= ' ' && c != '\x7f' || matches!(c, '\t' | '\n' | '\r'))
+            .map(|c| match c {
+                '\t' | '\n' | '\r' => ' ',
+                _ if self.lowercase => c.to_ascii_lowercase(),
+                _ => c,
+            })
+            .collect()
+    }
+
+    /// `BertNormalizer`: control characters out, whitespace to spaces, spaces around CJK
+    /// ideographs, canonical decomposition without nonspacing marks, lowercase; in that order.
+    fn normalize(&self, text: &str) -> String {
+        let mut clean = String::with_capacity(text.len() + 8);
+        for c in text.chars() {
+            match c {
+                '\t' | '\n' | '\r' => clean.push(' '),
+                '\0' | '\u{fffd}' => {}
+                c if c.is_other() => {}
+                c if c.is_whitespace() => clean.push(' '),
+                c if self.chinese && is_chinese_char(c) => {
+                    clean.push(' ');
+                    clean.push(c);
+                    clean.push(' ');
+                }
+                c => clean.push(c),
+            }
+        }
+        if self.strip_accents {
+            clean = clean
+                .nfd()
+                .map(|(c, _)| c)
+                .filter(|c| !c.is_mark_nonspacing())
+                .collect();
+        }
+        if self.lowercase {
+            clean = clean.chars().flat_map(char::to_lowercase).collect();
+        }
+        clean
+    }
+
     /// WordPiece: the longest known piece at each position, the whole word unknown if some
-    /// position has none (or the word is too long).
+    /// position has none (or the word has too many characters). Pieces end at character
+    /// boundaries: a key cut inside a character is not UTF-8, so no piece matches it.
     fn word(&self, word: &[u8], ids: &mut Vec<u32>) {
         if word.is_empty() {
             return;
         }
-        if word.len() > self.max_word {
+        let chars = || word.iter().filter(|&&b| !is_continuation(b)).count();
+        if word.len() > self.max_word && chars() > self.max_word {
             ids.push(self.unknown);
             return;
         }
@@ -149,6 +200,7 @@ impl AsciiWordPiece {
             };
             let Some((end, id)) = (start + 1..=word.len())
                 .rev()
+                .filter(|&end| end == word.len() || !is_continuation(word[end]))
                 .find_map(|end| pieces.get(&word[start..end]).map(|&id| (end, id)))
             else {
                 ids.truncate(before);
@@ -159,6 +211,25 @@ impl AsciiWordPiece {
             start = end;
         }
     }
+}
+
+/// A byte inside a UTF-8 character, after its first.
+fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
+}
+
+/// The CJK ideographs `BertNormalizer` sets apart (its table: the CJK Unified Ideographs
+/// blocks and their extensions, and the compatibility ideographs).
+fn is_chinese_char(c: char) -> bool {
+    matches!(u32::from(c),
+        0x4E00..=0x9FFF
+        | 0x3400..=0x4DBF
+        | 0x2_0000..=0x2_A6DF
+        | 0x2_A700..=0x2_B73F
+        | 0x2_B740..=0x2_B81F
+        | 0x2_B920..=0x2_CEAF
+        | 0xF900..=0xFAFF
+        | 0x2_F800..=0x2_FA1F)
 }
 
 #[cfg(test)]
@@ -178,12 +249,29 @@ mod tests {
             .collect();
         for word in [
             "the", "self", "parse", "def", "return", "value", "read", "to", "end", "http",
-            "server", "a", "b", "e", "x", "1", "2", "0", "Parse", "Self", "un", "known",
+            "server", "a", "b", "e", "x", "1", "2", "0", "Parse", "Self", "un", "known", "é",
+            "creme", "crème", "stra", "数", "据", "東", "京", "한국", "йод", "Йод", "ελ", "i",
         ] {
             vocab.push(word.into());
         }
         for piece in [
-            "s", "er", "ing", "ed", "r", "e", "x", "1", "0", "ver", "args", "Args",
+            "s",
+            "er",
+            "ing",
+            "ed",
+            "r",
+            "e",
+            "x",
+            "1",
+            "0",
+            "ver",
+            "args",
+            "Args",
+            "ße",
+            "어",
+            "\u{307}",
+            "ληνικα",
+            "λληνικά",
         ] {
             vocab.push(format!("{prefix}{piece}"));
         }
@@ -222,8 +310,10 @@ mod tests {
         tokenizer
     }
 
-    /// Texts of every ASCII character, mostly code-like: words the vocabulary knows, pieces,
-    /// unknown words, words too long, punctuation runs, control characters, added tokens.
+    /// Code-like texts: words the vocabulary knows, pieces, unknown words, words too long,
+    /// punctuation runs, control characters, added tokens; every ASCII character, and
+    /// characters of every kind the normalizer treats apart (accents, ideographs, other
+    /// whitespace and punctuation, format, private-use and unassigned characters).
     fn texts() -> Vec<String> {
         let words = [
             "the",
@@ -258,14 +348,49 @@ mod tests {
             "##s",
             "#",
             "é",
+            "Crème",
+            "cre\u{300}me",
+            "straße",
+            "İstanbul",
+            "ǅemal",
+            "ﬁle",
+            "数据库",
+            "東京",
+            "한국어",
+            "Йод",
+            "Ελληνικά",
+            "مرحبا",
+            "\u{200b}",
+            "\u{85}",
+            "\u{a0}",
+            "\u{3000}",
+            "\u{fffd}",
+            "\u{e000}",
+            "\u{378}",
+            "\u{1f970}",
+            "😀",
+            "«quoted»",
+            "—",
+            "…",
+            "\u{903}",
+            "\u{20001}",
+            "ééééééééééééé",
         ];
         let mut rng = StdRng::seed_from_u64(7);
         let mut out: Vec<String> = words.iter().map(ToString::to_string).collect();
         for _ in 0..3000 {
             let mut text = String::new();
             for _ in 0..rng.random_range(0..30) {
-                if rng.random_bool(0.2) {
+                if rng.random_bool(0.1) {
                     text.push(char::from(rng.random_range(0u8..128)));
+                } else if rng.random_bool(0.1) {
+                    // Anywhere in Unicode, mostly the first planes.
+                    let top = if rng.random_bool(0.8) {
+                        0x3_0000
+                    } else {
+                        0x11_0000
+                    };
+                    text.extend(char::from_u32(rng.random_range(0x80..top)));
                 } else {
                     text.push_str(words[rng.random_range(0..words.len())]);
                     if rng.random_bool(0.6) {
@@ -279,36 +404,58 @@ mod tests {
     }
 
     #[test]
-    fn ascii_text_gets_the_ids_tokenizers_gives() {
-        for lowercase in [true, false] {
-            let tokenizer = bert(lowercase, "##");
-            let fast = AsciiWordPiece::of(&tokenizer).unwrap();
-            let mut checked = 0;
-            for text in texts() {
-                let Some(ids) = fast.encode(&text, 40) else {
-                    assert!(!text.is_ascii() || text.contains('[') || text.contains("cls"));
+    fn text_gets_the_ids_tokenizers_gives() {
+        let texts = texts();
+        for (lowercase, chinese, strip_accents) in [
+            (true, true, None),
+            (false, true, None),
+            (true, false, Some(false)),
+            (false, true, Some(true)),
+        ] {
+            let mut tokenizer = bert(lowercase, "##");
+            tokenizer
+                .with_normalizer(Some(BertNormalizer::new(
+                    true,
+                    chinese,
+                    strip_accents,
+                    lowercase,
+                )))
+                .unwrap();
+            let fast = FastWordPiece::of(&tokenizer).unwrap();
+            let (mut ascii, mut unicode) = (0, 0);
+            for text in &texts {
+                let Some(ids) = fast.encode(text, 40) else {
+                    assert!(text.contains('[') || text.to_lowercase().contains("[cls"));
                     continue;
                 };
                 let expected = tokenizer.encode(text.as_str(), false).unwrap();
-                assert_eq!(ids, expected.get_ids(), "{text:?} (lowercase {lowercase})");
-                checked += 1;
+                assert_eq!(
+                    ids,
+                    expected.get_ids(),
+                    "{text:?} ({lowercase}, {chinese}, {strip_accents:?})"
+                );
+                if text.is_ascii() {
+                    ascii += 1;
+                } else {
+                    unicode += 1;
+                }
             }
-            assert!(checked > 1000, "{checked}");
+            assert!(ascii > 200 && unicode > 2000, "{ascii} {unicode}");
         }
     }
 
     #[test]
     fn other_pipelines_have_no_fast_path() {
-        assert!(AsciiWordPiece::of(&bert(true, "##")).is_some());
+        assert!(FastWordPiece::of(&bert(true, "##")).is_some());
         let mut tokenizer = bert(true, "##");
         tokenizer.with_pre_tokenizer(None::<PreTokenizerWrapper>);
-        assert!(AsciiWordPiece::of(&tokenizer).is_none());
+        assert!(FastWordPiece::of(&tokenizer).is_none());
         let mut tokenizer = bert(true, "##");
         tokenizer
             .with_normalizer(None::<NormalizerWrapper>)
             .unwrap();
-        assert!(AsciiWordPiece::of(&tokenizer).is_none());
+        assert!(FastWordPiece::of(&tokenizer).is_none());
         // No continuation prefix: left to `tokenizers`.
-        assert!(AsciiWordPiece::of(&bert(true, "")).is_none());
+        assert!(FastWordPiece::of(&bert(true, "")).is_none());
     }
 }
