@@ -3184,22 +3184,59 @@ class Other:
         engine
             .update(repo.root.path(), &[], &["new.py".to_owned()], 1 << 20)
             .unwrap();
-        let graph_len = || {
-            engine
-                .semantic
-                .read()
-                .unwrap()
-                .as_ref()
-                .unwrap()
-                .graph
-                .len()
-        };
-        let before = graph_len();
+        let before = graph_len(&engine);
         let stats = engine.collect_garbage(std::time::Duration::ZERO).unwrap();
         assert_eq!(stats.file_versions, 1);
         assert!(!stats.vectors.is_empty());
-        assert_eq!(graph_len(), before - stats.vectors.len());
+        assert_eq!(graph_len(&engine), before - stats.vectors.len());
         assert_eq!(engine.health(false, graph).unwrap(), Health::default());
+    }
+
+    #[cfg(feature = "embed")]
+    fn graph_len(engine: &Engine) -> usize {
+        engine
+            .semantic
+            .read()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .graph
+            .len()
+    }
+
+    #[cfg(feature = "embed")]
+    #[test]
+    fn vectors_the_store_refuses_leave_the_graph_too() {
+        let repo = Repo::new(&[("auth.py", AUTH), ("util.py", UTIL)]);
+        let engine = repo.open();
+        repo.index(&engine, &["auth.py", "util.py"]);
+        let embedder = Arc::new(Trigrams {
+            calls: AtomicUsize::new(0),
+        });
+        engine
+            .set_embedder(
+                "trigrams",
+                embedder,
+                crate::semantic::SemanticOptions::default(),
+            )
+            .unwrap();
+        // The batch is stored while the graph takes it: a write that fails (here a trigger
+        // standing in for a full disk) must not leave vectors in the graph that SQLite lacks.
+        let raw = rusqlite::Connection::open(repo.index.path().join("index.db")).unwrap();
+        raw.execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON vectors BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
+        )
+        .unwrap();
+        let refused = engine.embed_pending(1000, &|_, _| {}).unwrap_err();
+        assert!(refused.to_string().contains("disk full"), "{refused}");
+        assert_eq!(engine.vector_count("trigrams").unwrap(), 0);
+        assert_eq!(graph_len(&engine), 0);
+
+        raw.execute_batch("DROP TRIGGER refuse").unwrap();
+        let stored = engine.embed_pending(1000, &|_, _| {}).unwrap();
+        assert!(stored >= 2);
+        assert_eq!(engine.vector_count("trigrams").unwrap(), stored);
+        assert_eq!(graph_len(&engine), stored);
     }
 
     #[cfg(feature = "embed")]
