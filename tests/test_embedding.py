@@ -66,7 +66,7 @@ def test_provider_none_is_silent(make_repo: MakeRepo) -> None:
 
 
 def test_auto_embeds_with_the_cached_static_model_once(
-    make_repo: MakeRepo, static_model: Path, in_cache: Path
+    make_repo: MakeRepo, static_model: Path, in_cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = make_repo(SAMPLE_PROJECT)
     with CodeIndex(root) as index:
@@ -93,6 +93,11 @@ def test_auto_embeds_with_the_cached_static_model_once(
     assert record["provider"] == "static"
     assert record["dims"] == 256
     assert record["model_id"] == first.embedding_model
+    # `status` says which model the vectors are of, and how many there are.
+    assert main(["status", "--path", str(root)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    vectors = next(row for row in rows if row.startswith("vectors"))
+    assert vectors.split(maxsplit=1)[1] == f"{first.chunks_embedded:,} ({first.embedding_model})"
 
 
 def test_switching_models_reembeds_and_switching_back_reuses(
@@ -103,9 +108,20 @@ def test_switching_models_reembeds_and_switching_back_reuses(
     transformer = {"embedding": {"provider": "transformer", "model": str(minilm)}}
     with CodeIndex(root, static) as index:
         first = index.index(progress=False)
+        status = index.status()
+        assert (status.embedding_model, status.vectors) == (
+            first.embedding_model,
+            first.chunks_embedded,
+        )
+        assert status.to_dict()["vectors"] == first.chunks_embedded
     with CodeIndex(root, transformer) as index:
         switched = index.index(progress=False)
         assert switched.embedding_model != first.embedding_model
+        status = index.status()
+        assert (status.embedding_model, status.vectors) == (
+            switched.embedding_model,
+            switched.chunks_embedded,
+        ), "the model in use, and only its vectors"
         assert switched.chunks_embedded == first.chunks_embedded, "every content, once more"
         assert any("semantic" in hit.channels for hit in index.search(NATURAL, limit=20))
         assert len(vector_files(index)) == 2, "one graph per model, never mixed"

@@ -627,6 +627,12 @@ def _print_status(console: Console, status: IndexStatus) -> None:
     ]
     if status.last_indexed is not None:
         rows.append(("last indexed", f"{status.last_indexed.astimezone():%Y-%m-%d %H:%M:%S}"))
+    if status.embedding_model is not None:
+        report = status.last_report
+        same = report is not None and report.embedding_model == status.embedding_model
+        pending = report.embeddings_pending if report is not None and same else 0
+        waiting = f" · {pending:,} pending" if pending else ""
+        rows.append(("vectors", f"{status.vectors:,}{waiting} ({status.embedding_model})"))
     if status.last_report is not None and status.last_report.skipped:
         rows.append(("skipped", _counts(status.last_report.skipped)))
     _print_rows(console, rows)

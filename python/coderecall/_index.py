@@ -780,19 +780,15 @@ class CodeIndex:
         status = self.status()
         native = self._open_existing()
         graph: dict[str, float] = {}
-        vectors, model = 0, None
         kbs = 0
         if native is not None and status.exists:
             graph = dict(cast("Mapping[str, float]", native.call_graph().stats()))
-            model_id = _recorded_embedding(native).get("model_id")
-            if isinstance(model_id, str):
-                model, vectors = model_id, native.vector_count(model_id)
             kbs = len(load_entries(native))
         return IndexMetrics(
             status=status,
             graph=graph,
-            vectors=vectors,
-            embedding_model=model,
+            vectors=status.vectors,
+            embedding_model=status.embedding_model,
             knowledge_bases=kbs,
             operations=cast("Mapping[str, Mapping[str, float]]", self._recorder.snapshot()),
         )
@@ -846,6 +842,8 @@ class CodeIndex:
         counts = native.status()
         last_indexed = native.get_meta(self._meta_key("last_indexed"))
         last_report = native.get_meta(self._meta_key("last_report"))
+        model = _recorded_embedding(native).get("model_id")
+        model = model if isinstance(model, str) else None
         return IndexStatus(
             root=self._root,
             index_dir=self._index_dir,
@@ -860,6 +858,8 @@ class CodeIndex:
             lexical_bytes=counts["lexical_bytes"],
             last_indexed=datetime.fromisoformat(last_indexed) if last_indexed else None,
             last_report=IndexReport.from_dict(json.loads(last_report)) if last_report else None,
+            embedding_model=model,
+            vectors=native.vector_count(model) if model is not None else 0,
         )
 
     def _open(self, *, rebuild_broken: bool = False) -> NativeIndex:

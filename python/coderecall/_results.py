@@ -152,6 +152,10 @@ class IndexStatus:
     lexical_bytes: int
     last_indexed: datetime | None
     last_report: IndexReport | None
+    embedding_model: str | None = None
+    """The model the index's vectors were last computed with (``None`` if none was)."""
+    vectors: int = 0
+    """Stored vectors of that model: one per distinct chunk content."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -168,6 +172,8 @@ class IndexStatus:
             "lexical_bytes": self.lexical_bytes,
             "last_indexed": self.last_indexed.isoformat() if self.last_indexed else None,
             "last_report": self.last_report.to_dict() if self.last_report else None,
+            "embedding_model": self.embedding_model,
+            "vectors": self.vectors,
         }
 
 
