@@ -1561,7 +1561,7 @@ impl Engine {
             // batch beside the graph's insertion instead of before it saves about that much.
             let (stored, added) = std::thread::scope(|scope| {
                 let storing = scope.spawn(|| Self::lock(&self.writer).put_vectors(&model, &items));
-                let added = self.add_to_graph(&items);
+                let added = self.change_graph(|graph| graph.add(&items));
                 let stored = storing
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -1571,7 +1571,8 @@ impl Engine {
                 // The graph holds only stored vectors, so that it can always be rebuilt
                 // from them; what this batch added goes back out (it was all pending).
                 if added.is_ok() {
-                    self.remove_from_graph(&items)?;
+                    let hashes: Vec<i64> = items.iter().map(|(hash, _)| *hash).collect();
+                    self.change_graph(|graph| graph.remove(&hashes))?;
                 }
                 return Err(e);
             }
@@ -1595,29 +1596,19 @@ impl Engine {
         result.map(|()| done)
     }
 
+    /// Runs `change` on the semantic channel's graph, if a model is set.
     #[cfg(feature = "embed")]
-    fn add_to_graph(&self, items: &[(i64, Vec<f32>)]) -> Result<()> {
+    fn change_graph(
+        &self,
+        change: impl FnOnce(&mut crate::vectors::VectorIndex) -> Result<()>,
+    ) -> Result<()> {
         match self
             .semantic
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .as_mut()
         {
-            Some(semantic) => semantic.graph.add(items),
-            None => Ok(()),
-        }
-    }
-
-    #[cfg(feature = "embed")]
-    fn remove_from_graph(&self, items: &[(i64, Vec<f32>)]) -> Result<()> {
-        let hashes: Vec<i64> = items.iter().map(|(hash, _)| *hash).collect();
-        match self
-            .semantic
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_mut()
-        {
-            Some(semantic) => semantic.graph.remove(&hashes),
+            Some(semantic) => change(&mut semantic.graph),
             None => Ok(()),
         }
     }
