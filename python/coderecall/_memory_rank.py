@@ -32,7 +32,6 @@ __all__ = [
 ]
 
 _WORD = re.compile(r"\w+")
-# The ranges of the native analyzer's `is_cjk`: Han, kana, Hangul, bopomofo, Yi.
 DEPTH = 60
 """Candidates each channel brings to fusion, whatever the limit (up to this many). Scores
 count from the last candidate's (``_above_floor``), so a depth that grew with the limit would
