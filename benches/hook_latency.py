@@ -5,7 +5,9 @@ call and stop, and wait for its answer, so a hook's cost is its whole process: t
 interpreter's start, coderecall's imports and the event's work. Each row runs one event N times
 (20; 5 with ``--quick``) in a fresh git project with a fresh memory database, payloads in Claude
 Code's format, timed from spawn to exit. Two rows without coderecall's work split that cost:
-the bare interpreter (``python -c pass``) and ``import coderecall``.
+the bare interpreter (``python -c pass``) and ``import coderecall``. A last row answers a
+prompt from a store of a mature project (``SEEDED`` records, one of them on the prompt's
+subject), each run in a new session, so that the prompt searches and recalls.
 """
 
 from __future__ import annotations
@@ -27,6 +29,33 @@ from .speed.stats import fmt_ms, median, percentile
 
 RUNS = 20
 QUICK_RUNS = 5
+SEEDED = 300
+SUBJECTS = [
+    "cart",
+    "checkout",
+    "invoice",
+    "webhook",
+    "refund",
+    "shipping",
+    "tax",
+    "warehouse",
+    "login",
+    "session",
+    "cache",
+    "queue",
+    "report",
+    "export",
+    "import",
+    "search",
+    "email",
+    "payment",
+    "order",
+    "customer",
+    "product",
+    "price",
+    "stock",
+]
+KINDS = ("decision", "error-solution", "learned-pattern", "observation", "session-summary")
 SESSION = "5d0c6a7e-2f1b-4e3d-9c8b-7a6f5e4d3c2b"
 TOOL_OUTPUT = "\n".join(
     [f"tests/test_cart.py::test_{n} PASSED" for n in range(40)]
@@ -112,7 +141,34 @@ def bench(runs: int, scratch: Path) -> list[tuple[str, list[float]]]:
         rows.append(
             (f"hook {command}", [timed(argv, json.dumps(payload), env) for _ in range(runs)])
         )
+    seed(project, scratch / "seeded.db")
+    env["CODERECALL_MEMORY"] = str(scratch / "seeded.db")
+    prompt = dict(payloads(project, transcript)[1][1])
+    argv = [python, "-m", "coderecall", "hook", "prompt"]
+    recalling = []
+    for run in range(runs):
+        prompt["session_id"] = f"{SESSION}-{run}"  # a new session: nothing shown yet
+        recalling.append(timed(argv, json.dumps(prompt), env))
+    rows.append((f"hook prompt, recalling from {SEEDED} records", recalling))
     return rows
+
+
+def seed(project: Path, database: Path) -> None:
+    """A mature project's memory: ``SEEDED`` records on the subjects above, and the one the
+    benchmark's prompt recalls."""
+    import random
+
+    from coderecall import MemoryStore
+
+    rng = random.Random(7)
+    with MemoryStore(project, path=database) as store:
+        for i in range(SEEDED - 1):
+            a, b, c = rng.sample(SUBJECTS, 3)
+            store.add(
+                f"Note {i}: the {a} module calls the {b} service before the {c} step runs.",
+                KINDS[i % len(KINDS)],
+            )
+        store.add("A coupon is applied once per order: the cart keeps its discount.", "decision")
 
 
 def render(rows: list[tuple[str, list[float]]], runs: int) -> str:
@@ -120,7 +176,8 @@ def render(rows: list[tuple[str, list[float]]], runs: int) -> str:
         "## Hook latency\n",
         f"{machine()}; {native_build()}; {load()}\n",
         f"{runs} processes per row, each timed from spawn to exit; hooks in a fresh git project "
-        "with a fresh memory database (no embedding model), payloads in Claude Code's format; "
+        "with a fresh memory database (no embedding model; the last row's is seeded), payloads "
+        "in Claude Code's format; "
         "coderecall's bytecode compiled first, as `pip install` does\n",
     ]
     body = []

@@ -172,6 +172,86 @@ def test_a_codex_session_resumes_with_its_snapshot(
     assert kinds == ["prompt", "tool", "summary"]
 
 
+def _added(store: MemoryStore, text: str, kind: str = "decision") -> int:
+    record = store.add(text, kind).record
+    assert record is not None
+    return record.id
+
+
+def _prompt(project: Path, memory: Path, prompt: str, **extra: Any) -> dict[str, Any]:
+    payload = _payloads("codex.jsonl", cwd=str(project))[1]
+    return _hook({**payload, "prompt": prompt, **extra}, memory)
+
+
+def test_a_prompt_recalls_the_records_it_names_once_per_session(
+    project: Path, memory: Path, store: MemoryStore
+) -> None:
+    decision = _added(
+        store, "Orders are exported as CSV with semicolons, since Excel in Germany reads them."
+    )
+    fix = _added(
+        store,
+        "Error: refund totals off by a cent; fix: round with Decimal.quantize, not float.",
+        "error-solution",
+    )
+    store.add("Orders export as CSV from the admin pages.", "architecture")  # in the block
+    Sessions(store).record(CODEX, "decision", "Orders CSV export goes to S3.", remember=True)
+    store.add("A CSV import exists for products.", "observation")  # one shared word: "csv"
+
+    recalled = _context(
+        _prompt(project, memory, "Add a CSV export of the orders page"), "UserPromptSubmit"
+    )
+    assert recalled.startswith("[MEMORY]\n## Recalled for this prompt\n")
+    assert f"#{decision})" in recalled
+    assert "Excel in Germany" in recalled
+    assert "refund" not in recalled  # no word in common
+    assert "admin pages" not in recalled  # the session-start block shows architecture
+    assert "S3" not in recalled  # this session's own record: already in its context
+    assert "products" not in recalled
+    prompts = Sessions(store).events(CODEX, kinds=["prompt"])
+    assert prompts[-1].meta == {"recalled": [decision]}
+
+    # Once per session: the same subject again brings nothing new...
+    assert _prompt(project, memory, "Now the orders CSV export needs a header row") == {}
+    # ...a prompt on another subject brings its own record; a one-word overlap brings none.
+    refund = _context(_prompt(project, memory, "The refund totals are wrong"), "UserPromptSubmit")
+    assert f"#{fix})" in refund
+    assert f"#{decision})" not in refund
+    assert _prompt(project, memory, "Add tests for the products page") == {}
+    # Another session is shown the decision again.
+    again = _prompt(project, memory, "Export orders to CSV", session_id="other-session")
+    assert f"#{decision})" in _context(again, "UserPromptSubmit")
+
+
+def test_a_prompt_recalls_nothing_by_its_private_words_or_when_told_not_to(
+    project: Path, memory: Path, store: MemoryStore
+) -> None:
+    store.add("Orders are exported as CSV with semicolons.", "decision")
+    store.add("Do it all over again when it fails.", "learned-pattern")
+    private = "Fix the layout <private>orders CSV export semicolons</private>"
+    assert _prompt(project, memory, private) == {}
+    assert _prompt(project, memory, "Do it all over again") == {}  # function words only
+    out = io.StringIO()
+    payload = {**_payloads("codex.jsonl", cwd=str(project))[1], "prompt": "Orders CSV export"}
+    assert main("prompt", io.StringIO(json.dumps(payload)), out, str(memory), recall=False) == 0
+    assert json.loads(out.getvalue()) == {}
+    kinds = [(e.kind, e.meta) for e in Sessions(store).events(CODEX)]
+    assert kinds == [("prompt", {})] * 3  # all recorded, nothing recalled
+
+
+def test_a_compacted_session_gets_the_records_relevant_to_its_latest_prompt(
+    project: Path, memory: Path, store: MemoryStore
+) -> None:
+    store.add("A web shop for bicycle parts.", "project-brief")
+    store.add("Refunds are rounded with Decimal.quantize, never float.", "decision")
+    steps = _payloads("codex.jsonl", cwd=str(project))
+    _hook(steps[0], memory)
+    _hook({**steps[1], "prompt": "Why are refunds rounded this way?"}, memory)
+    compacted = _context(_hook({**steps[0], "source": "compact"}, memory), "SessionStart")
+    assert "## Relevant to the task\n- Refunds are rounded" in compacted
+    assert "# Session" in compacted  # and the snapshot
+
+
 def test_bad_payloads_never_break_the_host(
     memory: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -222,7 +302,8 @@ _RECORD_ONLY = frozenset({"UserPromptSubmit", "PostToolUse", "Stop"})
 _REPORT_IMPORTS = (
     REPORT_IMPORTS
     + """
-    # No hook reads a time phrase: the time grammar (10-15 ms to compile) stays uncompiled.
+    # A hook that does not search reads no time phrase: the time grammar (10-15 ms to
+    # compile) stays uncompiled.
     phrases = sys.modules.get("coderecall._timephrase")
     compiled = phrases is not None and phrases._grammar.cache_info().currsize > 0
     print("time grammar compiled:", compiled, file=sys.stderr)
@@ -242,7 +323,11 @@ def test_a_hook_process_loads_no_network_array_console_or_code_index_library(
     # The native module is always loaded: its name in the report shows the report works.
     for payload in payloads:
         event = COMMAND[payload["hook_event_name"]]
-        read_path = _READ_PATH if payload["hook_event_name"] in _RECORD_ONLY else ()
+        read_path: tuple[str, ...] = ()
+        if payload["hook_event_name"] in _RECORD_ONLY:
+            read_path = _READ_PATH
+        if payload["hook_event_name"] == "UserPromptSubmit":  # nothing to recall: no search
+            read_path = tuple(m for m in read_path if m != "coderecall._memory_context")
         wanted = ",".join(("coderecall._native", *_HEAVY, *read_path))
         done = subprocess.run(
             [sys.executable, "-c", _REPORT_IMPORTS, "hook", event, wanted],
@@ -255,7 +340,9 @@ def test_a_hook_process_loads_no_network_array_console_or_code_index_library(
         assert done.returncode == 0, done.stderr
         json.loads(done.stdout)  # the host's answer
         report = done.stderr.splitlines()[-2:]
-        assert report == ["loaded: coderecall._native", "time grammar compiled: False"], (
+        # Only a session that resumes with a task searches (and reads a time phrase).
+        searched = payload.get("source") in ("resume", "compact")
+        assert report == ["loaded: coderecall._native", f"time grammar compiled: {searched}"], (
             event,
             done.stderr,
         )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coderecall import _memory_context as memory_context
+from coderecall import _tokens as tokens
 from coderecall._errors import QueryError
 from coderecall._memory import MemoryStore
 from coderecall._tokens import count_tokens
@@ -94,14 +94,14 @@ def test_a_block_that_surely_fits_is_built_without_the_tokenizer_as_with_it(
     budgets = (80, 200, 10_000)
     fast = [store.context("webhooks tax refund", budget=budget) for budget in budgets]
     assert len(fast[-1].text.encode()) <= 10_000
-    monkeypatch.setattr(memory_context, "surely_fits", lambda text, budget: False)
+    monkeypatch.setattr(tokens, "surely_fits", lambda text, budget: False)
     assert [store.context("webhooks tax refund", budget=budget) for budget in budgets] == fast
     monkeypatch.undo()
 
     def no_tokenizer() -> None:
         raise AssertionError("the tokenizer was loaded")
 
-    monkeypatch.setattr(memory_context, "default_counter", no_tokenizer)
+    monkeypatch.setattr(tokens, "default_counter", no_tokenizer)
     assert store.context("webhooks tax refund", budget=10_000).text == fast[-1].text
     with pytest.raises(AssertionError, match="tokenizer"):
         store.context("webhooks tax refund", budget=80)
@@ -131,3 +131,8 @@ def test_an_empty_store_gives_an_empty_block_and_budgets_are_checked(tmp_path: P
         assert store.context("anything").text == ""
         with pytest.raises(QueryError, match="budget"):
             store.context(budget=10)
+        assert store.recall("refund rounding bug").text == ""
+        with pytest.raises(QueryError, match="budget"):
+            store.recall("refund rounding bug", budget=10)
+        with pytest.raises(QueryError, match="limit"):
+            store.recall("refund rounding bug", limit=0)

@@ -575,7 +575,7 @@ def _health(args: argparse.Namespace) -> int:
 
 
 def _hook(args: argparse.Namespace) -> int:
-    return hooks.main(args.event, sys.stdin, sys.stdout, args.memory)
+    return hooks.main(args.event, sys.stdin, sys.stdout, args.memory, recall=args.recall)
 
 
 def _mcp(args: argparse.Namespace) -> int:

@@ -12,8 +12,12 @@ command             host events                                 what it does
                     compact)                                    ``[MEMORY]`` block, plus the
                                                                 session snapshot when the
                                                                 session has a history (resume,
-                                                                or after the host compacted)
-``prompt``          ``UserPromptSubmit``                        records the prompt
+                                                                or after the host compacted;
+                                                                its latest prompt then picks
+                                                                the block's relevant records)
+``prompt``          ``UserPromptSubmit``                        records the prompt; answers
+                                                                the records it recalls, if
+                                                                any (``--no-recall``: none)
 ``tool``            ``PostToolUse``                             records the tool call: an
                                                                 ``edit`` for file writes, an
                                                                 ``error`` for failures, else a
@@ -56,6 +60,10 @@ CONTEXT_BUDGET = 1500
 """Tokens of the ``[MEMORY]`` block injected at session start."""
 SNAPSHOT_BUDGET = 1200
 """Tokens of the session snapshot re-injected after the host compacted its context."""
+RECALL_BUDGET = 400
+"""Tokens of the records a prompt recalls (see :meth:`MemoryStore.recall`)."""
+RECALL_LIMIT = 3
+"""Records a prompt recalls at most."""
 _TRANSCRIPT_TAIL = 1 << 20
 """Bytes read from the end of a transcript to find the last assistant message."""
 _EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch"})
@@ -77,10 +85,12 @@ def run_hook(
     payload: Mapping[str, Any],
     *,
     memory: str | Path | None = None,
+    recall: bool = True,
 ) -> HookResult:
     """Handle one hook call: ``event`` is a command of the table above, ``payload`` the
-    host's JSON. Raises :class:`~coderecall.Error` subclasses on bad input; the CLI turns
-    those into ``{}`` and a message (see the module docs)."""
+    host's JSON; ``recall=False`` keeps a prompt from recalling records. Raises
+    :class:`~coderecall.Error` subclasses on bad input; the CLI turns those into ``{}`` and a
+    message (see the module docs)."""
     handler = _HANDLERS.get(event)
     if handler is None:
         raise _HookError(f"unknown hook {event!r}; expected one of {', '.join(HOOK_EVENTS)}")
@@ -95,7 +105,7 @@ def run_hook(
     with MemoryStore(root if root.is_dir() else cwd, path=memory) as store:
         sessions = Sessions(store)
         current = _session_of(sessions, payload, session)
-        return handler(_Call(store, sessions, current, payload))
+        return handler(_Call(store, sessions, current, payload, recall))
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +114,7 @@ class _Call:
     sessions: Sessions
     session: str
     payload: Mapping[str, Any]
+    recall: bool = True
 
     @property
     def host_event(self) -> str:
@@ -120,10 +131,12 @@ def _session_start(call: _Call) -> HookResult:
     call.sessions.start(call.session, host=host)
     source = _text(call.payload, "source") or "startup"
     parts: list[str] = []
-    block = call.store.context(budget=CONTEXT_BUDGET).text
-    if block:
-        parts.append(block)
-    if known is not None or source in ("resume", "compact"):
+    resumed = known is not None or source in ("resume", "compact")
+    # A session with a history has a task: its latest prompt picks the relevant records.
+    block = call.store.context(session=call.session if resumed else None, budget=CONTEXT_BUDGET)
+    if block.text:
+        parts.append(block.text)
+    if resumed:
         snapshot = call.sessions.snapshot(call.session, budget=SNAPSHOT_BUDGET)
         if snapshot:
             parts.append(snapshot)
@@ -133,8 +146,27 @@ def _session_start(call: _Call) -> HookResult:
 
 def _prompt(call: _Call) -> HookResult:
     prompt = _text(call.payload, "prompt")
-    event = call.sessions.record(call.session, "prompt", prompt) if prompt.strip() else None
-    return HookResult({}, call.session, event.id if event else None)
+    if not prompt.strip():
+        return HookResult({}, call.session)
+    text, recalled = "", []
+    if call.recall:
+        from ._privacy import filter_text
+
+        # What the store would keep of the prompt is all a search may read.
+        asked = filter_text(prompt).text
+        shown = {
+            i
+            for e in call.sessions.events(call.session, kinds=["prompt"], include_private=True)
+            for i in e.meta.get("recalled", ())
+        }
+        block = call.store.recall(
+            asked, session=call.session, shown=shown, limit=RECALL_LIMIT, budget=RECALL_BUDGET
+        )
+        text, recalled = block.text, list(block.records)
+    meta = {"recalled": recalled} if recalled else None
+    event = call.sessions.record(call.session, "prompt", prompt, meta=meta)
+    output = _context(call.host_event or "UserPromptSubmit", text) if recalled else {}
+    return HookResult(output, call.session, event.id if event else None)
 
 
 def _tool(call: _Call) -> HookResult:
@@ -282,6 +314,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``coderecall hook``, in the full command line and in :func:`command`."""
     parser.add_argument("event", choices=HOOK_EVENTS)
     parser.add_argument("--memory", metavar="PATH", help="the memory database")
+    parser.add_argument(
+        "--no-recall",
+        dest="recall",
+        action="store_false",
+        help="prompt: record the prompt only, without answering the records it recalls",
+    )
 
 
 def command(argv: Sequence[str]) -> int:
@@ -290,17 +328,24 @@ def command(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="coderecall hook", description=DESCRIPTION)
     arguments(parser)
     args = parser.parse_args(argv)
-    return main(args.event, sys.stdin, sys.stdout, args.memory)
+    return main(args.event, sys.stdin, sys.stdout, args.memory, recall=args.recall)
 
 
-def main(event: str, stdin: IO[str], stdout: IO[str], memory: str | None = None) -> int:
+def main(
+    event: str,
+    stdin: IO[str],
+    stdout: IO[str],
+    memory: str | None = None,
+    *,
+    recall: bool = True,
+) -> int:
     """The CLI's entry: never fails the host (see the module docs)."""
     try:
         raw = stdin.read()
         payload = json.loads(raw) if raw.strip() else {}
         if not isinstance(payload, dict):
             raise _HookError("the hook payload is not a JSON object")
-        output = run_hook(event, payload, memory=memory).output
+        output = run_hook(event, payload, memory=memory, recall=recall).output
     except (Error, ValueError, OSError) as exc:
         print(f"coderecall hook {event}: {exc}", file=sys.stderr)
         output = {}

@@ -111,6 +111,16 @@ TYPES = (
 user-defined type."""
 SINGLETON_TYPES = frozenset({"progress"})
 STRUCTURAL_TYPES = frozenset({"project-brief", "architecture", "tech-context", "product-context"})
+SECTIONS = (
+    ("project-brief", "Project brief"),
+    ("preference", "Preferences"),
+    ("architecture", "Architecture"),
+    ("tech-context", "Tech context"),
+    ("product-context", "Product context"),
+    ("progress", "Recent progress"),
+)
+"""The ``[MEMORY]`` block's structured sections, by record type, in the order they are
+rendered (which is also their priority)."""
 
 Scope = Literal["user", "project"]
 Action = Literal["added", "updated", "refused"]
@@ -712,6 +722,50 @@ class MemoryStore:
         from ._memory_context import build_block
 
         return build_block(self, query, budget)
+
+    def recall(
+        self,
+        prompt: str,
+        *,
+        session: str | None = None,
+        shown: Iterable[int] = (),
+        limit: int = 3,
+        budget: int = 400,
+    ) -> MemoryBlock:
+        """The records worth handing an agent with ``prompt``, as a ``[MEMORY]`` block (empty
+        when there are none): at most ``limit`` of the best matches that hold two or more of
+        its content words, leaving out what the :meth:`context` block's sections already show
+        (project brief, preferences, architecture, tech and product context, progress),
+        records of ``session`` (its root: already in the agent's context) and ``shown``."""
+        from ._memory_context import MIN_BUDGET, MemoryBlock, build_recall
+
+        if limit < 1:
+            raise QueryError(f"limit must be at least 1, got {limit}")
+        if budget < MIN_BUDGET:
+            raise QueryError(f"the memory budget must be at least {MIN_BUDGET}, got {budget}")
+        besides = [kind for kind, _ in SECTIONS]
+        root = None
+        if session is not None:
+            from ._sessions import Sessions  # sessions build on the store
+
+            root = Sessions(self).root(session)
+        where, params = self._where(None, None, False, False)
+        # Nothing to recall is the common case (a young store): answer it without a search.
+        found = (
+            self._conn()
+            .execute(
+                f"SELECT 1 FROM records WHERE {where}"
+                f" AND type NOT IN ({','.join('?' * len(besides))})"
+                " AND session IS NOT ? LIMIT 1",
+                [*params, *besides, root],
+            )
+            .fetchone()
+        )
+        if found is None:
+            return MemoryBlock("", query=prompt)
+        return build_recall(
+            self, prompt, besides=besides, shown=shown, session=root, limit=limit, budget=budget
+        )
 
     def events_around(
         self, record_id: int, *, before: int = 5, after: int = 5

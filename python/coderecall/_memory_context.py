@@ -1,4 +1,5 @@
-"""The ``[MEMORY]`` block: what an agent should know of a project, for its system prompt.
+"""The ``[MEMORY]`` block: what an agent should know of a project, for its system prompt;
+and the few records a prompt brings back (:func:`build_recall`).
 
 Structured sections come first (project brief, preferences, architecture, tech and product
 context, recent progress), then the records most relevant to the current task. The budget is
@@ -17,28 +18,23 @@ say something, else left out and counted in ``dropped``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ._errors import QueryError
-from ._tokens import default_counter, surely_fits
+from ._memory import SECTIONS
 
 if TYPE_CHECKING:
     from ._memory import MemoryRecord, MemoryStore
 
-__all__ = ["MIN_BUDGET", "SECTIONS", "MemoryBlock", "build_block"]
+__all__ = ["MIN_BUDGET", "RECALLED", "SECTIONS", "MemoryBlock", "build_block", "build_recall"]
 
-SECTIONS = (
-    ("project-brief", "Project brief"),
-    ("preference", "Preferences"),
-    ("architecture", "Architecture"),
-    ("tech-context", "Tech context"),
-    ("product-context", "Product context"),
-    ("progress", "Recent progress"),
-)
-"""Structured sections in the order they are rendered (which is also their priority)."""
 RELEVANT = "Relevant to the task"
+RECALLED = "Recalled for this prompt"
+_SHARED = 2
+"""Distinct content words of a prompt that a record must hold to be recalled: one shared word
+("test", "error") says little about a record among hundreds."""
 MIN_BUDGET = 60
 _PER_SECTION = 8
 """Newest records of one type a structured section shows at most."""
@@ -66,6 +62,8 @@ class MemoryBlock:
     def tokens(self) -> int:
         """Tokens of ``text``, counted when asked: a block that surely fits its budget is
         built without loading the tokenizer (see ``_fit``)."""
+        from ._tokens import default_counter
+
         return default_counter().count(self.text) if self.text else 0
 
     def to_dict(self) -> dict[str, object]:
@@ -99,9 +97,52 @@ def build_block(store: MemoryStore, query: str | None, budget: int) -> MemoryBlo
     return _fit(sections, budget, text or None)
 
 
+def build_recall(
+    store: MemoryStore,
+    prompt: str,
+    *,
+    besides: Sequence[str],
+    shown: Iterable[int],
+    session: str | None,
+    limit: int,
+    budget: int,
+) -> MemoryBlock:
+    """The records ``prompt`` brings back: the best of ``store.search`` that hold at least
+    two of its content words (after stemming, as the lexical channel reads them), of none of
+    the ``besides`` types, not written by ``session``, not among ``shown``; at most
+    ``limit``, in creation order, within ``budget``."""
+    from ._native import TextIndex
+    from ._stopwords import STOP_WORDS, content_query
+
+    said = {w.lower() for w in content_query(prompt).split()} - STOP_WORDS
+    if len(said) < _SHARED:
+        return MemoryBlock("", query=prompt)
+    skip = set(shown)
+    hits = [
+        h
+        for h in store.search(prompt, limit=4 * limit + len(skip))
+        if h.id not in skip and h.type not in besides and "lexical" in h.channels
+    ]
+    records = [r for r in store.get(h.id for h in hits) if session is None or r.session != session]
+    # The words each record holds, read by the analyzer that ranked it: a tiny index of
+    # the candidates, asked one word at a time.
+    candidates = TextIndex()
+    for i, record in enumerate(records):
+        candidates.insert(i, " ".join([record.text, *record.tags]))
+    shared = [0] * len(records)
+    for word in said:
+        for i, _ in candidates.search(word, len(records) or 1):
+            shared[i] += 1
+    chosen = [r for r, n in zip(records, shared, strict=True) if n >= _SHARED][:limit]
+    chosen.sort(key=lambda r: (r.created_at, r.id))
+    return _fit([(RECALLED, chosen)], budget, prompt)
+
+
 def _fit(
     sections: Sequence[tuple[str, Sequence[MemoryRecord]]], budget: int, query: str | None
 ) -> MemoryBlock:
+    from ._tokens import default_counter, surely_fits  # hashing and file reads: when used
+
     head, tail = "[MEMORY]", "[/MEMORY]"
 
     def render(lines: dict[int, str]) -> str:
