@@ -389,8 +389,13 @@ def test_context_prints_the_memory_block(cli: Cli, root: Path, db: Path) -> None
     assert code == 0
     assert "nothing remembered" in out
     with MemoryStore(root, path=db) as store:
-        store.add("A shop for bicycle parts.", "project-brief")
         store.add("Refunds are issued to the original payment method.", "decision")
+    code, out, _ = cli("context")
+    assert code == 0
+    assert "sections" in out
+    assert "searches the project's 1 record" in out.replace("\n", " ")
+    with MemoryStore(root, path=db) as store:
+        store.add("A shop for bicycle parts.", "project-brief")
     code, out, _ = cli("context", "how are refunds paid out")
     assert code == 0
     assert out.startswith("[MEMORY]\n## Project brief\n- A shop for bicycle parts.")

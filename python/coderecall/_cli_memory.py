@@ -167,12 +167,22 @@ def _open(args: argparse.Namespace) -> MemoryStore:
 def _context(args: argparse.Namespace) -> int:
     with _open(args) as store:
         block = store.context(args.query, session=args.session, budget=args.budget)
+        held = 0 if block.text or args.json else len(store.records())
     if args.json:
         _print_json(block.to_dict())
     elif block.text:
         sys.stdout.write(block.text + "\n")
-    else:
+    elif not held:
         _stdout().print("nothing remembered for this project yet", style="dim")
+    else:
+        # Records exist, of other types than the sections show: say where they are.
+        matched = " and none matches the task" if block.query else ""
+        _stdout().print(
+            f"the block is empty: its sections (project brief, preferences, architecture, tech"
+            f" and product context, progress) have no records{matched}; `coderecall memory"
+            f" search QUERY` searches the project's {held} record{'s' * (held != 1)}",
+            style="dim",
+        )
     return 0
 
 
