@@ -661,9 +661,9 @@ class MemoryStore:
         named = {key for key, _ in ranked if (own := labels.get(key)) is not None and own <= said}
         ranked = favour(ranked, named, NAMED_WEIGHT)
         if asks_when(text):
-            ranked = favour(ranked, lexicon.timed, WHEN_WEIGHT)
+            ranked = favour(ranked, {key for key, _ in ranked if lexicon.dates(key)}, WHEN_WEIGHT)
         elif asks_how_long(text):
-            ranked = favour(ranked, lexicon.lasting, WHEN_WEIGHT)
+            ranked = favour(ranked, {key for key, _ in ranked if lexicon.lasts(key)}, WHEN_WEIGHT)
         if window != (None, None):
             low = window[0].timestamp() if window[0] is not None else float("-inf")
             high = window[1].timestamp() if window[1] is not None else float("inf")
