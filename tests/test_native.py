@@ -240,3 +240,28 @@ def test_centred_nearest_refuses_arrays_that_do_not_fit() -> None:
             owners=np.array([9], np.int64),
             starts=np.array([0], np.int64),
         )
+
+
+@pytest.mark.parametrize("count", [3, 500])  # analysed on the calling thread / on the pool
+def test_text_index_insert_many_is_insert_one_after_the_other(count: int) -> None:
+    from coderecall._native import TextIndex
+
+    docs = [
+        (key, f"kiln firing note {key} " + "glaze " * (key % 5), f"tag{key % 7}", "decision")
+        for key in range(1, count + 1)
+    ]
+    # A key repeated later in the batch, and keys already there, are replaced.
+    docs.append((2, "the second note was rewritten about clay", "", "observation"))
+    one_by_one, batched = TextIndex(), TextIndex()
+    for index in (one_by_one, batched):
+        index.insert(1, "an old note about a crack", "", "")
+        index.insert(count + 5, "a note nobody touches about clay", "", "")
+    for doc in docs:
+        one_by_one.insert(*doc)
+    batched.insert_many(docs)
+    batched.insert_many([])
+    assert len(batched) == len(one_by_one) == count + 1
+    for query in ("kiln glaze", "clay", "nobody", "tag3", "decision note"):
+        want = one_by_one.search(query, 20)
+        assert want
+        assert batched.search(query, 20) == want

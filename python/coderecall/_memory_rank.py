@@ -186,11 +186,13 @@ def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexi
     sessions = [row["session"] for row in rows]
     public = [row["privacy"] == "public" for row in rows]
     changed = set()
+    # Inserted in batches: the native index analyses a batch's texts on every core.
+    inserts: list[tuple[int, str, str, str]] = []
     for key, text, row in zip(ids, texts, rows, strict=True):
         doc = (text, row["tags"], row["type"])
         if docs.get(key) == doc:
             continue
-        lexicon.records.insert(key, text, _tag_text(row["tags"]), row["type"])
+        inserts.append((key, text, _tag_text(row["tags"]), row["type"]))
         docs[key] = doc
         changed.add(key)
         found = label(text)
@@ -198,6 +200,8 @@ def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexi
             lexicon.labels[key] = words(found)
         else:
             lexicon.labels.pop(key, None)
+    lexicon.records.insert_many(inserts)
+    inserts.clear()
     for gone in docs.keys() - set(ids):
         del docs[gone]
         lexicon.records.remove(gone)
@@ -216,14 +220,15 @@ def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexi
         if session is None:  # each record without a session is its own window
             for at in range(start, end):
                 if ids[at] in changed or lexicon.window_members.get(ids[at]) != (ids[at],):
-                    _context_of(lexicon, at, at, at + 1, ids, texts, public, changed)
+                    _context_of(lexicon, at, at, at + 1, ids, texts, public, changed, inserts)
         else:
             signature = (tuple(ids[start:end]), tuple(public[start:end]))
             seen[session] = signature
             if lexicon.sessions.get(session) != signature or not changed.isdisjoint(signature[0]):
                 for at in range(start, end):
-                    _context_of(lexicon, at, start, end, ids, texts, public, changed)
+                    _context_of(lexicon, at, start, end, ids, texts, public, changed, inserts)
         start = end
+    lexicon.windows.insert_many(inserts)
     lexicon.sessions.clear()
     lexicon.sessions.update(seen)
     return lexicon
@@ -238,10 +243,11 @@ def _context_of(
     texts: Sequence[str],
     public: Sequence[bool],
     changed: set[int],
+    inserts: list[tuple[int, str, str, str]],
 ) -> None:
     """The neighbours and window of the record at ``at`` of a session that spans rows
     ``start`` to ``end`` (a record without a session spans its own row), its window
-    indexed again when its members or their docs changed."""
+    added to ``inserts`` when its members or their docs changed."""
     key = ids[at]
     after = _REPLY_WEIGHT if _ASKS.search(texts[at]) else _FOLLOW_WEIGHT
     lexicon.neighbours[key] = tuple(
@@ -262,7 +268,7 @@ def _context_of(
         lexicon.window_members[key] = member_ids
         _, tags, kind = lexicon.docs[key]
         text = "\n".join(texts[other] for other in members)
-        lexicon.windows.insert(key, text, _tag_text(tags), kind)
+        inserts.append((key, text, _tag_text(tags), kind))
 
 
 def _tag_text(tags: str) -> str:

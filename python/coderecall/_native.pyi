@@ -329,6 +329,9 @@ class TextIndex:
         ValueError unless ``k1 >= 0`` and ``0 <= b <= 1``."""
     def insert(self, key: int, body: str, name: str = "", kind: str = "") -> None:
         """Add (or replace) the text under ``key``."""
+    def insert_many(self, docs: Sequence[tuple[int, str, str, str]]) -> None:
+        """Add (or replace) each ``(key, body, name, kind)`` as :meth:`insert` would one
+        after the other, analysing the texts in parallel with the GIL released."""
     def remove(self, key: int) -> bool: ...
     def __len__(self) -> int: ...
     def search(

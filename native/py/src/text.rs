@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::RwLock;
 
-use coderecall_core::bm25::{Bm25Index, Bm25Params, DocFields, Field, analyze_doc};
+use coderecall_core::bm25::{Bm25Index, Bm25Params, DocFields, Field, analyze_doc, analyze_docs};
 use pyo3::prelude::*;
 
 /// The other spellings of one lowercase word of prose: without its diacritics (or `None`),
@@ -73,6 +73,25 @@ impl TextIndex {
         let mut index = self.write();
         index.remove(key);
         index.insert(key, doc);
+    }
+
+    /// Adds (or replaces) each `(key, body, name, kind)` as `insert` would one after the
+    /// other, analysing the texts in parallel with the GIL released.
+    fn insert_many(&self, py: Python<'_>, docs: Vec<(u64, String, String, String)>) {
+        py.detach(|| {
+            let fields: Vec<DocFields<'_>> = docs
+                .iter()
+                .map(|(_, body, name, kind)| DocFields {
+                    name,
+                    symbol_path: kind,
+                    path: "",
+                    body,
+                })
+                .collect();
+            let analyzed = analyze_docs(&fields);
+            let batch = docs.iter().map(|(key, ..)| *key).zip(analyzed).collect();
+            self.write().extend(batch);
+        });
     }
 
     /// Removes `key`; false if it was not there.

@@ -254,6 +254,20 @@ pub fn analyze_doc(doc: &DocFields<'_>) -> AnalyzedDoc {
     }
 }
 
+/// Analyses documents as [`analyze_doc`] does, in order; a batch of
+/// [`PARALLEL_ANALYSIS_MIN_DOCS`] or more on the current rayon pool (a memory store's records
+/// and their windows are analysed at a process's first search: most of its time).
+#[must_use]
+pub fn analyze_docs(docs: &[DocFields<'_>]) -> Vec<AnalyzedDoc> {
+    if docs.len() < PARALLEL_ANALYSIS_MIN_DOCS {
+        return docs.iter().map(analyze_doc).collect();
+    }
+    docs.par_iter().map(analyze_doc).collect()
+}
+
+/// Below this many documents, waking the pool costs more than it saves.
+const PARALLEL_ANALYSIS_MIN_DOCS: usize = 64;
+
 /// BM25F parameters. Only used at query time, so they can be changed at any moment with
 /// [`Bm25Index::set_params`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -2837,6 +2851,34 @@ mod tests {
         assert_eq!(terms["parseargs"], [1, 0, 0, 0]);
         assert_eq!(terms["parsearg"], [1, 0, 0, 0]);
         assert_eq!(terms["cli.rs"], [0, 0, 1, 0]);
+    }
+
+    #[test]
+    fn analyze_docs_keeps_order_on_the_pool_and_off_it() {
+        let bodies: Vec<String> = (0..200)
+            .map(|i| format!("note {i} about kiln{} firing", i % 7))
+            .collect();
+        let fields: Vec<DocFields<'_>> = bodies
+            .iter()
+            .map(|body| DocFields {
+                name: "",
+                symbol_path: "decision",
+                path: "",
+                body,
+            })
+            .collect();
+        for count in [0, 3, fields.len()] {
+            let batch = analyze_docs(&fields[..count]);
+            assert_eq!(batch.len(), count);
+            for (doc, field) in batch.iter().zip(&fields) {
+                let one = analyze_doc(field);
+                assert_eq!(
+                    doc.terms().collect::<Vec<_>>(),
+                    one.terms().collect::<Vec<_>>()
+                );
+                assert_eq!(doc.lens, one.lens);
+            }
+        }
     }
 
     #[test]
