@@ -5,8 +5,8 @@ call and stop, and wait for its answer, so a hook's cost is its whole process: t
 interpreter's start, coderecall's imports and the event's work. Each row runs one event N times
 (20; 5 with ``--quick``) in a fresh git project with a fresh memory database, payloads in Claude
 Code's format, timed from spawn to exit. Two rows without coderecall's work split that cost:
-the bare interpreter (``python -c pass``) and ``import coderecall``. A last row answers a
-prompt from a store of a mature project (``SEEDED`` records, one of them on the prompt's
+the bare interpreter (``python -c pass``) and ``import coderecall``. The last rows answer a
+prompt from stores of a mature project (``SEEDED`` records, one of them on the prompt's
 subject), each run in a new session, so that the prompt searches and recalls.
 """
 
@@ -29,7 +29,7 @@ from .speed.stats import fmt_ms, median, percentile
 
 RUNS = 20
 QUICK_RUNS = 5
-SEEDED = 300
+SEEDED = (300, 3_000)
 SUBJECTS = [
     "cart",
     "checkout",
@@ -141,34 +141,38 @@ def bench(runs: int, scratch: Path) -> list[tuple[str, list[float]]]:
         rows.append(
             (f"hook {command}", [timed(argv, json.dumps(payload), env) for _ in range(runs)])
         )
-    seed(project, scratch / "seeded.db")
-    env["CODERECALL_MEMORY"] = str(scratch / "seeded.db")
     prompt = dict(payloads(project, transcript)[1][1])
     argv = [python, "-m", "coderecall", "hook", "prompt"]
-    recalling = []
-    for run in range(runs):
-        prompt["session_id"] = f"{SESSION}-{run}"  # a new session: nothing shown yet
-        recalling.append(timed(argv, json.dumps(prompt), env))
-    rows.append((f"hook prompt, recalling from {SEEDED} records", recalling))
+    for size in SEEDED:
+        database = scratch / f"seeded-{size}.db"
+        count = seed(project, database, size)
+        env["CODERECALL_MEMORY"] = str(database)
+        recalling = []
+        for run in range(runs):
+            prompt["session_id"] = f"{SESSION}-{size}-{run}"  # a new session: nothing shown yet
+            recalling.append(timed(argv, json.dumps(prompt), env))
+        rows.append((f"hook prompt, recalling from {count:,} records", recalling))
     return rows
 
 
-def seed(project: Path, database: Path) -> None:
-    """A mature project's memory: ``SEEDED`` records on the subjects above, and the one the
-    benchmark's prompt recalls."""
+def seed(project: Path, database: Path, size: int) -> int:
+    """A mature project's memory: ``size`` records written on the subjects above, among them
+    the one the benchmark's prompt recalls; how many the store kept (aging condenses old
+    session summaries)."""
     import random
 
     from coderecall import MemoryStore
 
     rng = random.Random(7)
     with MemoryStore(project, path=database) as store:
-        for i in range(SEEDED - 1):
+        for i in range(size - 1):
             a, b, c = rng.sample(SUBJECTS, 3)
             store.add(
                 f"Note {i}: the {a} module calls the {b} service before the {c} step runs.",
                 KINDS[i % len(KINDS)],
             )
         store.add("A coupon is applied once per order: the cart keeps its discount.", "decision")
+        return len(store.records())
 
 
 def render(rows: list[tuple[str, list[float]]], runs: int) -> str:
@@ -176,7 +180,7 @@ def render(rows: list[tuple[str, list[float]]], runs: int) -> str:
         "## Hook latency\n",
         f"{machine()}; {native_build()}; {load()}\n",
         f"{runs} processes per row, each timed from spawn to exit; hooks in a fresh git project "
-        "with a fresh memory database (no embedding model; the last row's is seeded), payloads "
+        "with a fresh memory database (no embedding model; the last rows' are seeded), payloads "
         "in Claude Code's format; "
         "coderecall's bytecode compiled first, as `pip install` does\n",
     ]

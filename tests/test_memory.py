@@ -7,14 +7,18 @@ import io
 import json
 import os
 import random
+import sqlite3
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from coderecall import _memory as memory_module
 from coderecall import _memory_rank as rank_module
 from coderecall._errors import QueryError, StoreError
 from coderecall._memory import MemoryStore
@@ -821,3 +825,164 @@ def test_timeline_shows_the_records_around_one(store: MemoryStore) -> None:
     assert middle is not None
     around = store.timeline(middle.id, before=2, after=1)
     assert [r.text.split(":")[0] for r in around] == ["Step 1", "Step 2", "Step 3", "Step 4"]
+
+
+_CONVERSATION = [
+    ("s1", "Ana: We finally moved to Lisbon last spring."),
+    ("s1", "Ben: How is the new flat?"),
+    ("s1", "Ana: Bright, with a view of the river."),
+    ("s2", "Ben: The tram to the flat takes ten minutes."),
+    ("s2", "Ana: I walk along the river to work."),
+    ("s2", "Ben: My bank PIN is something I keep to myself."),
+    ("s3", "Ana: The bakery on our street sells pastel de nata."),
+    ("s3", "Ben: Did you try the one near the castle?"),
+]
+_ASKED = ("tram to the flat", "What does Ana say of the river?", "Who moved?", "bakery castle")
+
+
+def _ranks(store: MemoryStore) -> dict[str, list[tuple[int, float]]]:
+    return {query: [(h.id, h.score) for h in store.search(query)] for query in _ASKED}
+
+
+def _fresh_ranks(db: Path, tmp_path: Path) -> object:
+    """The ranks of a store that builds its lexicon from nothing: a copy of the database,
+    without the lexicon kept beside it."""
+    copy = Path(tempfile.mkdtemp(dir=tmp_path)) / db.name
+    with sqlite3.connect(db) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    with MemoryStore(PROJECT, path=copy) as fresh:
+        return _ranks(fresh)
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Every lexicon build from now on, as whether it analysed anything; stores of any
+    size keep their lexicon between processes."""
+    monkeypatch.setattr(memory_module, "_SAVED_LEXICON_MIN_RECORDS", 1)
+    touched: list[bool] = []
+    build = rank_module.build_lexicon
+
+    def counted(rows: Any, previous: Any) -> Any:
+        lexicon, changed = build(rows, previous)
+        touched.append(changed)
+        return lexicon, changed
+
+    monkeypatch.setattr(rank_module, "build_lexicon", counted)
+    return touched
+
+
+def test_a_new_process_starts_from_the_saved_lexicon_and_ranks_as_if_it_built_it(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builds: list[bool]
+) -> None:
+    with MemoryStore(PROJECT, path=db) as first:
+        _converse(first, _CONVERSATION, private=frozenset({5}))
+        before = _ranks(first)
+    assert builds == [True]  # built from nothing, and kept
+    builds.clear()
+    with MemoryStore(PROJECT, path=db) as second:  # a new process's store
+        assert _ranks(second) == before
+    assert builds == [False]  # it analysed nothing
+    assert _fresh_ranks(db, tmp_path) == before
+
+
+def test_a_saved_lexicon_that_other_writes_made_stale_is_brought_up_to_date(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builds: list[bool]
+) -> None:
+    with MemoryStore(PROJECT, path=db) as first:
+        ids = _converse(first, _CONVERSATION)
+        first.search("Lisbon")
+    with MemoryStore(PROJECT, path=db) as writer:  # a process that writes, never searches
+        # Writes after the lexicon was kept: a new record, one replaced, one forgotten, a
+        # private one, and a session that gains a turn in the middle of its windows.
+        writer.add("Ben: The tram broke down twice this week.", "observation", session="s2")
+        writer.supersede(ids[6], "Ana: The bakery on our street closed in May.")
+        writer.forget(ids[7], reason="test")
+        writer.add("Ana: My door code is 4471.", "observation", session="s1", privacy="private")
+    builds.clear()
+    with MemoryStore(PROJECT, path=db) as second:
+        stale = _ranks(second)
+    assert builds == [True]
+    assert stale == _fresh_ranks(db, tmp_path)
+    builds.clear()
+    with MemoryStore(PROJECT, path=db) as third:  # the brought-up-to-date one was kept
+        assert _ranks(third) == stale
+    assert builds == [False]
+
+
+def test_a_long_lived_store_keeps_the_lexicon_its_writes_changed_when_it_closes(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builds: list[bool]
+) -> None:
+    saved: list[int] = []
+    save = MemoryStore._save_lexicon
+
+    def counted(self: MemoryStore, lexicon: Any, generation: str) -> None:
+        saved.append(len(lexicon.docs))
+        save(self, lexicon, generation)
+
+    monkeypatch.setattr(MemoryStore, "_save_lexicon", counted)
+    with MemoryStore(PROJECT, path=db) as server:
+        _converse(server, _CONVERSATION)
+        server.search("Lisbon")
+        server.add("Ben: The tram broke down twice this week.", "observation", session="s2")
+        server.search("tram")  # updated in place, not saved after each write
+        assert saved == [8]
+        later = _ranks(server)
+    assert saved == [8, 9]
+    builds.clear()
+    with MemoryStore(PROJECT, path=db) as second:
+        assert _ranks(second) == later
+    assert builds == [False]
+    assert later == _fresh_ranks(db, tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["torn", "garbage", "another project's", "other code's"])
+def test_a_damaged_or_foreign_saved_lexicon_is_not_used(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builds: list[bool], damage: str
+) -> None:
+    with MemoryStore(PROJECT, path=db) as first:
+        _converse(first, _CONVERSATION)
+        expected = _ranks(first)
+        saved = first._lexicon_file()[0]
+    with MemoryStore("another-project", path=db) as other:
+        _converse(other, [("t1", "Cy: Our tram to the flat is always late.")])
+        other.search("tram")
+        foreign = other._lexicon_file()[0].read_bytes()
+    data = saved.read_bytes()
+    damaged = {"torn": data[: len(data) // 2], "garbage": os.urandom(len(data))}
+    if damage == "other code's":  # another analyzer may have split the same texts otherwise
+        monkeypatch.setattr(rank_module, "_SNAPSHOT_FORMAT", rank_module._SNAPSHOT_FORMAT + 1)
+    else:
+        saved.write_bytes(damaged.get(damage, foreign))
+    builds.clear()
+    with MemoryStore(PROJECT, path=db) as second:
+        assert _ranks(second) == expected
+    assert builds == [True]  # built from nothing again, and kept in place of the damage
+    builds.clear()
+    with MemoryStore(PROJECT, path=db) as third:
+        assert _ranks(third) == expected
+    assert builds == [False]
+
+
+def test_forgetting_a_record_deletes_every_lexicon_kept_for_the_store(
+    db: Path, builds: list[bool]
+) -> None:
+    from coderecall._memory_rank import lexicon_from_bytes
+
+    with MemoryStore(PROJECT, path=db) as shop, MemoryStore("another", path=db) as other:
+        _converse(shop, _CONVERSATION)
+        secret = shop.add("The staging password rotates via the vault job.", scope="user")
+        assert secret.record is not None
+        shop.search("Lisbon")
+        other.search("vault")  # the user-scope record is in this project's lexicon too
+        kept = sorted(p.name for p in shop._lexicon_file("*")[0].parent.iterdir())
+        assert len(kept) == 2
+        shop.add("Ben: The tram broke down twice this week.", "observation", session="s2")
+        shop.search("tram")  # a change not yet kept: the store would keep it at close
+        other.forget(secret.record.id, "user asked")
+        assert list(shop._lexicon_file("*")[0].parent.iterdir()) == []
+    # Closing kept the store's lexicon again, without the forgotten text.
+    path, owner = MemoryStore(PROJECT, path=db)._lexicon_file()
+    lexicon = lexicon_from_bytes(path.read_bytes(), owner)
+    assert lexicon is not None
+    assert secret.record.id not in lexicon.docs
+    assert lexicon.records.search("vault", 5) == lexicon.windows.search("vault", 5) == []

@@ -265,3 +265,24 @@ def test_text_index_insert_many_is_insert_one_after_the_other(count: int) -> Non
         want = one_by_one.search(query, 20)
         assert want
         assert batched.search(query, 20) == want
+
+
+def test_text_index_round_trips_through_bytes_with_its_metadata() -> None:
+    from coderecall._native import TextIndex
+
+    index = TextIndex(b=0.5)
+    index.insert_many(
+        [(key, f"kiln note {key} " + "glaze " * (key % 4), "", "") for key in range(60)]
+    )
+    index.remove(7)
+    data = index.to_bytes(b"state")
+    copy, meta = TextIndex.from_bytes(data)
+    assert meta == b"state"
+    assert len(copy) == len(index) == 59
+    for query in ("kiln glaze", "note 7", "note 12"):
+        assert copy.search(query, 10) == index.search(query, 10)
+    copy.insert(7, "the seventh note is back")  # a loaded index takes writes
+    assert copy.search("seventh", 1)[0][0] == 7
+    for broken in (data[: len(data) // 2], b"", data[:-1] + bytes([data[-1] ^ 1])):
+        with pytest.raises(ValueError, match="not a text index"):
+            TextIndex.from_bytes(broken)

@@ -58,13 +58,14 @@ import re
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from ._errors import QueryError
+from ._errors import Error, QueryError
 from ._identity import project_identity
 from ._memdb import MemoryDatabase, memory_path
 from ._native import Embedder, KeySet
@@ -109,6 +110,8 @@ TYPES = (
 )
 """The built-in record types; any other name made of letters, digits and ``-`` is a
 user-defined type."""
+_SAVED_LEXICON_MIN_RECORDS = 500
+"""Stores smaller than this build their lexicon in a few milliseconds: not worth a file."""
 SINGLETON_TYPES = frozenset({"progress"})
 STRUCTURAL_TYPES = frozenset({"project-brief", "architecture", "tech-context", "product-context"})
 SECTIONS = (
@@ -294,6 +297,8 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._rebuild_lock = threading.Lock()
         self._index: tuple[str, Lexicon] | None = None
+        self._unsaved = False
+        """Whether the lexicon changed since this store last saved it (see ``_text_index``)."""
         self._vectors: Vectors | None = None
         self._filtered: tuple[tuple[object, ...], _Candidates] | None = None
         self._newest: tuple[str, float | None] | None = None
@@ -313,6 +318,14 @@ class MemoryStore:
         return self._model
 
     def close(self) -> None:
+        if self._unsaved:
+            # Brought up to date first: a record another process forgot is not kept.
+            with contextlib.suppress(Error, sqlite3.Error):
+                self._text_index()
+                with self._rebuild_lock:
+                    if self._index is not None:
+                        self._save_lexicon(self._index[1], self._index[0])
+                    self._unsaved = False
         self._db.close()
 
     def __enter__(self) -> MemoryStore:
@@ -495,6 +508,7 @@ class MemoryStore:
             )
             conn.execute("DELETE FROM vectors WHERE record_id = ?", (record.id,))
             forgotten = _read_one(conn, record.id)
+        self._drop_saved_lexicons()
         # The old page images live on in the write-ahead log until a checkpoint; readers of
         # other processes may hold it, so this is best effort (the next checkpoint finishes).
         with contextlib.suppress(sqlite3.Error):
@@ -870,6 +884,9 @@ class MemoryStore:
                 if self._index is not None and self._index[0] == generation:
                     return self._index[1]
                 previous = self._index[1] if self._index is not None else None
+            first = previous is None
+            if first:  # a new process: start from the last one's lexicon
+                previous = self._saved_lexicon()
             rows = conn.execute(
                 "SELECT id, type, text, tags, session, privacy FROM records"
                 " WHERE (project = ? OR scope = 'user')"
@@ -878,7 +895,7 @@ class MemoryStore:
                 (self._project,),
             ).fetchall()
             try:
-                lexicon = build_lexicon(rows, previous)
+                lexicon, touched = build_lexicon(rows, previous)
             except BaseException:
                 # Half updated in place: the next search builds a lexicon afresh.
                 with self._lock:
@@ -886,7 +903,68 @@ class MemoryStore:
                 raise
             with self._lock:
                 self._index = (generation, lexicon)
+            if touched and len(rows) >= _SAVED_LEXICON_MIN_RECORDS:
+                # A process's first build is kept at once (hooks and CLI commands live for
+                # one search); later ones, after writes, when the store is closed: a save
+                # costs 15-20 ms, and a long-lived process searches after every write.
+                if first:
+                    self._save_lexicon(lexicon, generation)
+                self._unsaved = not first
             return lexicon
+
+    def _lexicon_file(self, project: str | None = None) -> tuple[Path, str]:
+        """Where this store's lexicon for this project (``"*"``: any project) is kept between
+        processes, beside the database (it goes with it), and the owner it is checked
+        against."""
+        database = os.path.realpath(self._db.path)
+        project = self._project if project is None else project
+        name = "*" if project == "*" else f"{zlib.crc32(project.encode()):08x}"
+        return Path(f"{database}.lexicon") / f"{name}.bin", f"{database}\0{project}"
+
+    def _drop_saved_lexicons(self) -> None:
+        """Delete every lexicon kept for this store, of any project (a user-scope record is
+        in each): they hold the texts of the records."""
+        with self._rebuild_lock:
+            pattern = self._lexicon_file("*")[0]
+            for path in pattern.parent.glob(pattern.name):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            with self._lock:
+                self._index = None  # nor may this process keep it, and save it at close
+            self._unsaved = False
+
+    def _saved_lexicon(self) -> Lexicon | None:
+        """The lexicon a process saved for this store and project, if it is there and
+        intact; :func:`build_lexicon` brings it up to date, so a stale one only costs the
+        work of what changed since."""
+        from ._memory_rank import lexicon_from_bytes
+
+        path, owner = self._lexicon_file()
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        return lexicon_from_bytes(data, owner)
+
+    def _save_lexicon(self, lexicon: Lexicon, generation: str) -> None:
+        """Keep ``lexicon``, built from ``generation``, for the next process (hooks and CLI
+        commands are new processes, and analysing thousands of records is most of their
+        first search). Not if another write came since: it may have forgotten a record the
+        lexicon holds. Best effort: a full or read-only disk costs the next process the
+        build."""
+        from ._memory_rank import lexicon_to_bytes
+
+        if self._db.generation() != generation:
+            return
+        path, owner = self._lexicon_file()
+        part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part.write_bytes(lexicon_to_bytes(lexicon, owner))
+            os.replace(part, path)  # readers see the old file or the whole new one
+        except OSError:
+            with contextlib.suppress(OSError):
+                part.unlink(missing_ok=True)
 
     def _hits(self, found: Sequence[tuple[int, float, tuple[str, ...]]]) -> list[MemoryHit]:
         if not found:

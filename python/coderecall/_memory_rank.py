@@ -7,6 +7,8 @@ pieces; each rule was measured on LoCoMo (benches/memory/README.md, "Ranking rul
 from __future__ import annotations
 
 import json
+import marshal
+import os
 import re
 import sqlite3
 from collections.abc import Container, Mapping, Sequence
@@ -26,6 +28,8 @@ __all__ = [
     "build_lexicon",
     "favour",
     "label",
+    "lexicon_from_bytes",
+    "lexicon_to_bytes",
     "prefer",
     "with_context",
     "words",
@@ -174,10 +178,12 @@ _TOLD_REACH = 40
 phrases ("two weeks before Sunday, August 11, 2023")."""
 
 
-def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexicon:
+def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> tuple[Lexicon, bool]:
     """The lexicon of ``rows`` (current records in session order): ``previous`` brought up
     to date in place, analysing only the records whose docs changed and rebuilding the
-    context of only the sessions that changed (a write adds one record to thousands)."""
+    context of only the sessions that changed (a write adds one record to thousands); and
+    whether anything changed. Any ``previous`` is made right: one of another store or
+    project only costs the work of its differences."""
     lexicon = previous or Lexicon(TextIndex(b=_LENGTH_NORM), TextIndex(b=_LENGTH_NORM))
     docs = lexicon.docs
     # Columns as plain lists: this pass runs over every record after every write.
@@ -202,7 +208,8 @@ def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexi
             lexicon.labels.pop(key, None)
     lexicon.records.insert_many(inserts)
     inserts.clear()
-    for gone in docs.keys() - set(ids):
+    gone_keys = docs.keys() - set(ids)
+    for gone in gone_keys:
         del docs[gone]
         lexicon.records.remove(gone)
         lexicon.windows.remove(gone)
@@ -229,9 +236,63 @@ def build_lexicon(rows: Sequence[sqlite3.Row], previous: Lexicon | None) -> Lexi
                     _context_of(lexicon, at, start, end, ids, texts, public, changed, inserts)
         start = end
     lexicon.windows.insert_many(inserts)
+    touched = bool(changed or gone_keys or inserts) or lexicon.sessions != seen
     lexicon.sessions.clear()
     lexicon.sessions.update(seen)
-    return lexicon
+    return lexicon, touched
+
+
+_SNAPSHOT_FORMAT = 1
+"""Moves when what a lexicon holds, or how ``build_lexicon`` fills it, changes in a way the
+identity below does not see."""
+
+
+def _snapshot_identity(owner: str) -> tuple[int, tuple[tuple[int, int], ...], float, str]:
+    """What a lexicon's bytes are valid for: this format, the code that built them (the
+    native analyzer and this module, by their files' size and time) and ``owner``."""
+    from . import _native
+
+    code = tuple((st.st_size, st.st_mtime_ns) for st in map(os.stat, (_native.__file__, __file__)))
+    return (_SNAPSHOT_FORMAT, code, _LENGTH_NORM, owner)
+
+
+def lexicon_to_bytes(lexicon: Lexicon, owner: str) -> bytes:
+    """``lexicon`` as bytes for :func:`lexicon_from_bytes` (``owner`` names the store and
+    project it was built from). The told-time caches are left out: they fill again on use."""
+    state = (
+        _snapshot_identity(owner),
+        lexicon.neighbours,
+        lexicon.window_members,
+        lexicon.labels,
+        lexicon.docs,
+        lexicon.sessions,
+    )
+    # The state rides as the records index's metadata, under its checksum.
+    records = lexicon.records.to_bytes(marshal.dumps(state))
+    return len(records).to_bytes(8, "little") + records + lexicon.windows.to_bytes(b"")
+
+
+def lexicon_from_bytes(data: bytes, owner: str) -> Lexicon | None:
+    """The lexicon :func:`lexicon_to_bytes` made for ``owner`` with this code, or ``None``
+    for bytes that are torn, corrupt, of another owner or made by other code."""
+    size = int.from_bytes(data[:8], "little")
+    try:
+        records, meta = TextIndex.from_bytes(data[8 : 8 + size])
+        windows, _ = TextIndex.from_bytes(data[8 + size :])
+        identity, neighbours, members, labels, docs, sessions = marshal.loads(meta)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if identity != _snapshot_identity(owner):
+        return None
+    return Lexicon(
+        records,
+        windows,
+        neighbours=neighbours,
+        window_members=members,
+        labels=labels,
+        docs=docs,
+        sessions=sessions,
+    )
 
 
 def _context_of(

@@ -329,6 +329,12 @@ class TextIndex:
         ValueError unless ``k1 >= 0`` and ``0 <= b <= 1``."""
     def insert(self, key: int, body: str, name: str = "", kind: str = "") -> None:
         """Add (or replace) the text under ``key``."""
+    def to_bytes(self, meta: bytes) -> bytes:
+        """The index as bytes (compressed, checksummed), with ``meta`` kept beside it."""
+    @staticmethod
+    def from_bytes(data: bytes) -> tuple[TextIndex, bytes]:
+        """An index and its ``meta`` from :meth:`to_bytes`; ValueError if ``data`` is not
+        such bytes (torn, of another format version, or corrupt)."""
     def insert_many(self, docs: Sequence[tuple[int, str, str, str]]) -> None:
         """Add (or replace) each ``(key, body, name, kind)`` as :meth:`insert` would one
         after the other, analysing the texts in parallel with the GIL released."""

@@ -5,6 +5,7 @@ use std::sync::RwLock;
 
 use coderecall_core::bm25::{Bm25Index, Bm25Params, DocFields, Field, analyze_doc, analyze_docs};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 /// The other spellings of one lowercase word of prose: without its diacritics (or `None`),
 /// and the runs of Chinese, Japanese or Korean characters in it, each with its overlapping
@@ -97,6 +98,27 @@ impl TextIndex {
     /// Removes `key`; false if it was not there.
     fn remove(&self, key: u64) -> bool {
         self.write().remove(key)
+    }
+
+    /// The index as bytes (compressed, checksummed), with `meta` kept beside it.
+    fn to_bytes<'py>(&self, py: Python<'py>, meta: &[u8]) -> Bound<'py, PyBytes> {
+        let data = py.detach(|| self.read().to_snapshot(meta));
+        PyBytes::new(py, &data)
+    }
+
+    /// An index and its `meta` from `to_bytes`; ValueError if `data` is not such bytes (torn,
+    /// of another format version, or corrupt).
+    #[staticmethod]
+    fn from_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<(Self, Bound<'py, PyBytes>)> {
+        let (index, meta) = py
+            .detach(|| Bm25Index::from_snapshot(data))
+            .map_err(|reason| {
+                pyo3::exceptions::PyValueError::new_err(format!("not a text index: {reason}"))
+            })?;
+        let text = TextIndex {
+            inner: RwLock::new(index),
+        };
+        Ok((text, PyBytes::new(py, &meta)))
     }
 
     fn __len__(&self) -> usize {

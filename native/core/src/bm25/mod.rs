@@ -1237,19 +1237,8 @@ impl Bm25Index {
             .open(&tmp)
             .map_err(io_err(&tmp))?;
         let written = (|| -> io::Result<()> {
-            let mut out = HashingWriter {
-                inner: BufWriter::with_capacity(1 << 20, file),
-                hasher: Xxh3Default::new(),
-            };
-            out.write_all(&MAGIC)?;
-            out.write_all(&FORMAT_VERSION.to_le_bytes())?;
-            let mut frames = FrameWriter::new(&mut out);
-            self.write_body(&mut frames, meta)?;
-            frames.finish()?;
-            let checksum = out.hasher.digest();
-            let mut inner = out.inner;
-            inner.write_all(&checksum.to_le_bytes())?;
-            let file = inner.into_inner().map_err(io::IntoInnerError::into_error)?;
+            let out = self.write_snapshot(BufWriter::with_capacity(1 << 20, file), meta)?;
+            let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
             file.sync_all()
         })()
         .map_err(io_err(&tmp))
@@ -1264,6 +1253,42 @@ impl Bm25Index {
             .and_then(|d| d.sync_all())
             .map_err(io_err(dir))?;
         Ok(())
+    }
+
+    /// The snapshot [`save`](Self::save) writes, in memory: for callers that keep it
+    /// elsewhere (a cache file of their own, with more beside it).
+    #[must_use]
+    pub fn to_snapshot(&self, meta: &[u8]) -> Vec<u8> {
+        self.write_snapshot(Vec::new(), meta)
+            .expect("writing to a Vec does not fail")
+    }
+
+    /// Reads a snapshot made by [`to_snapshot`](Self::to_snapshot) or
+    /// [`save`](Self::save); returns the index and the `meta` blob.
+    ///
+    /// # Errors
+    ///
+    /// A human-readable reason if it is not a snapshot of this format version, fails its
+    /// checksum, or is inconsistent.
+    pub fn from_snapshot(data: &[u8]) -> Result<(Bm25Index, Vec<u8>), String> {
+        parse_snapshot(data)
+    }
+
+    /// Header, compressed body and checksum to `out`; returns `out`.
+    fn write_snapshot<W: Write>(&self, out: W, meta: &[u8]) -> io::Result<W> {
+        let mut out = HashingWriter {
+            inner: out,
+            hasher: Xxh3Default::new(),
+        };
+        out.write_all(&MAGIC)?;
+        out.write_all(&FORMAT_VERSION.to_le_bytes())?;
+        let mut frames = FrameWriter::new(&mut out);
+        self.write_body(&mut frames, meta)?;
+        frames.finish()?;
+        let checksum = out.hasher.digest();
+        let mut inner = out.inner;
+        inner.write_all(&checksum.to_le_bytes())?;
+        Ok(inner)
     }
 
     /// The snapshot's body, before compression.
