@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -970,19 +971,39 @@ def test_forgetting_a_record_deletes_every_lexicon_kept_for_the_store(
 
     with MemoryStore(PROJECT, path=db) as shop, MemoryStore("another", path=db) as other:
         _converse(shop, _CONVERSATION)
+        folder = shop._lexicon_file()[0].parent
+        folder.mkdir()
+        torn = folder / f"{shop._lexicon_file()[0].name}.1234.5678.part"
+        torn.write_bytes(b"the vault job, half written by a process killed while saving")
         secret = shop.add("The staging password rotates via the vault job.", scope="user")
         assert secret.record is not None
         shop.search("Lisbon")
         other.search("vault")  # the user-scope record is in this project's lexicon too
-        kept = sorted(p.name for p in shop._lexicon_file("*")[0].parent.iterdir())
-        assert len(kept) == 2
+        assert len(list(folder.glob("*.bin"))) == 2
+        assert torn.exists()  # young: maybe a save in progress
         shop.add("Ben: The tram broke down twice this week.", "observation", session="s2")
         shop.search("tram")  # a change not yet kept: the store would keep it at close
         other.forget(secret.record.id, "user asked")
-        assert list(shop._lexicon_file("*")[0].parent.iterdir()) == []
+        assert list(folder.iterdir()) == []
     # Closing kept the store's lexicon again, without the forgotten text.
     path, owner = MemoryStore(PROJECT, path=db)._lexicon_file()
     lexicon = lexicon_from_bytes(path.read_bytes(), owner)
     assert lexicon is not None
     assert secret.record.id not in lexicon.docs
     assert lexicon.records.search("vault", 5) == lexicon.windows.search("vault", 5) == []
+
+
+def test_saving_a_lexicon_clears_what_killed_savers_left(db: Path, builds: list[bool]) -> None:
+    with MemoryStore(PROJECT, path=db) as store:
+        _converse(store, _CONVERSATION[:3])
+        folder = store._lexicon_file()[0].parent
+        folder.mkdir()
+        old, young = folder / "0.bin.1.1.part", folder / "0.bin.2.2.part"
+        for part in (old, young):
+            part.write_bytes(b"half")
+        an_hour_ago = time.time() - 3600
+        os.utime(old, (an_hour_ago, an_hour_ago))
+        store.search("Lisbon")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [young.name, store._lexicon_file()[0].name]
+    )

@@ -112,6 +112,7 @@ TYPES = (
 user-defined type."""
 _SAVED_LEXICON_MIN_RECORDS = 500
 """Stores smaller than this build their lexicon in a few milliseconds: not worth a file."""
+_STALE_PART_SECONDS = 600
 SINGLETON_TYPES = frozenset({"progress"})
 STRUCTURAL_TYPES = frozenset({"project-brief", "architecture", "tech-context", "product-context"})
 SECTIONS = (
@@ -925,8 +926,8 @@ class MemoryStore:
         """Delete every lexicon kept for this store, of any project (a user-scope record is
         in each): they hold the texts of the records."""
         with self._rebuild_lock:
-            pattern = self._lexicon_file("*")[0]
-            for path in pattern.parent.glob(pattern.name):
+            # Half-written ones too (a process killed while saving leaves its part file).
+            for path in self._lexicon_file("*")[0].parent.glob("*.bin*"):
                 with contextlib.suppress(OSError):
                     path.unlink()
             with self._lock:
@@ -965,6 +966,13 @@ class MemoryStore:
         except OSError:
             with contextlib.suppress(OSError):
                 part.unlink(missing_ok=True)
+            return
+        # What processes killed while saving left; a part file that young may be in use.
+        stale = time.time() - _STALE_PART_SECONDS
+        for left in path.parent.glob("*.part"):
+            with contextlib.suppress(OSError):
+                if left.stat().st_mtime < stale:
+                    left.unlink()
 
     def _hits(self, found: Sequence[tuple[int, float, tuple[str, ...]]]) -> list[MemoryHit]:
         if not found:
