@@ -942,10 +942,9 @@ class MemoryStore:
 
         path, owner = self._lexicon_file()
         try:
-            data = path.read_bytes()
+            return lexicon_from_bytes(path.read_bytes(), owner)
         except OSError:
             return None
-        return lexicon_from_bytes(data, owner)
 
     def _save_lexicon(self, lexicon: Lexicon, generation: str) -> None:
         """Keep ``lexicon``, built from ``generation``, for the next process (hooks and CLI

@@ -11,6 +11,7 @@ import marshal
 import os
 import re
 import sqlite3
+import sys
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -247,13 +248,16 @@ _SNAPSHOT_FORMAT = 1
 identity below does not see."""
 
 
-def _snapshot_identity(owner: str) -> tuple[int, tuple[tuple[int, int], ...], float, str]:
-    """What a lexicon's bytes are valid for: this format, the code that built them (the
-    native analyzer and this module, by their files' size and time) and ``owner``."""
+def _snapshot_identity(owner: str) -> tuple[int, tuple[tuple[int, ...], ...], float, str]:
+    """What a lexicon's bytes are valid for: this format and interpreter (marshal's format
+    may change with Python's version), the code that built them (the native analyzer and
+    this module, by their files' size and time) and ``owner``. OSError if those files
+    cannot be read."""
     from . import _native
 
     code = tuple((st.st_size, st.st_mtime_ns) for st in map(os.stat, (_native.__file__, __file__)))
-    return (_SNAPSHOT_FORMAT, code, _LENGTH_NORM, owner)
+    python = (*sys.version_info[:2], marshal.version)
+    return (_SNAPSHOT_FORMAT, (python, *code), _LENGTH_NORM, owner)
 
 
 def lexicon_to_bytes(lexicon: Lexicon, owner: str) -> bytes:
