@@ -400,6 +400,51 @@ def test_twenty_processes_writing_lose_nothing(db: Path) -> None:
     )
 
 
+_SEARCHER = """
+import sys
+from pathlib import Path
+from coderecall import _memory
+from test_memory import _note
+_memory._SAVED_LEXICON_MIN_RECORDS = 1  # every process keeps its lexicon for the next
+db, worker, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+for n in range(count):
+    with _memory.MemoryStore("github.com/acme/shop", path=db) as memory:  # a new process's
+        written = memory.add(_note(worker, n), "observation").record
+        words = _note(worker, n).split(": ")[1]
+        found = [h.id for h in memory.search(words, limit=3)]
+        assert found[:1] == [written.id], (worker, n, found)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_processes_writing_and_searching_share_kept_lexicons_safely(
+    db: Path, tmp_path: Path
+) -> None:
+    """Each search starts from the lexicon another process kept (often one write behind,
+    sometimes being replaced at that moment) and must still find the record just written."""
+    workers, rounds = 8, 40
+    here = str(Path(__file__).parent)
+    env = {"PYTHONPATH": os.pathsep.join([_PACKAGE_PARENT, here]), "PATH": "/usr/bin:/bin"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SEARCHER, str(db), str(w), str(rounds)],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(workers)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=500)
+        assert proc.returncode == 0, err
+    with MemoryStore(PROJECT, path=db) as memory:
+        kept = memory._saved_lexicon()
+        assert kept is not None
+        assert len(kept.docs) == workers * rounds
+        assert len(memory.records()) == workers * rounds
+
+
 def test_search_ranks_by_text_tags_and_type_and_filters(store: MemoryStore) -> None:
     store.add("Deploys go through the blue-green pipeline on Tuesdays.", "decision", tags=["ops"])
     store.add("The checkout total is computed in integer cents.", "decision", tags=["billing"])
