@@ -1222,7 +1222,11 @@ impl Store {
             )?;
             let mut fill_refs =
                 tx.prepare_cached("UPDATE files SET refs = ?2 WHERE hash = ?1 AND refs IS NULL")?;
-            for v in versions {
+            // In key order: a B-tree appended to in order packs each page full, where keys in
+            // random order (content hashes) split pages and leave a quarter of them empty.
+            let mut in_order: Vec<&FileVersion> = versions.iter().collect();
+            in_order.sort_unstable_by_key(|v| v.hash);
+            for v in in_order {
                 let size = i64::try_from(v.size).unwrap_or(i64::MAX);
                 let text = (!v.text.is_empty()).then_some(v.text.as_slice());
                 if insert_file.execute(params![
@@ -1261,7 +1265,9 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
             let mut maybe_orphaned: Vec<i64> = Vec::new();
-            for u in upserts {
+            let mut in_order: Vec<&ViewUpdate> = upserts.iter().collect();
+            in_order.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+            for u in in_order {
                 if let Some(old) = old_hash
                     .query_row(params![view_id, u.path], |r| r.get::<_, i64>(0))
                     .optional()?
@@ -1790,8 +1796,8 @@ mod tests {
             .map(|i| format!("def f{i}(x):\n    return x * {i} + len(str(x))\n"))
             .collect();
         let samples: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
-        let first = crate::textblob::train(&samples).unwrap();
-        let second = crate::textblob::train(&samples[..200]).unwrap();
+        let first = crate::textblob::train(&samples, 1 << 30).unwrap();
+        let second = crate::textblob::train(&samples[..200], 1 << 30).unwrap();
         assert_ne!(first, second);
         let stored = store.set_text_dictionary(&first).unwrap();
         // A writer that trained its own meanwhile gets the one stored first.
@@ -1799,7 +1805,7 @@ mod tests {
         assert_eq!(other.set_text_dictionary(&second).unwrap().id, stored.id);
         assert_eq!(other.text_dictionary().unwrap().unwrap().id, stored.id);
         // A dictionary this process has never met is read from the index when a blob names it.
-        let unmet = crate::textblob::train(&samples[100..]).unwrap();
+        let unmet = crate::textblob::train(&samples[100..], 1 << 30).unwrap();
         let id = crate::textblob::dictionary_id(&unmet);
         assert!(crate::textblob::registered(id).is_none());
         store

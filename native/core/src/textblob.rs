@@ -109,11 +109,17 @@ pub fn dictionary_of(blob: &[u8]) -> Option<u64> {
     }
 }
 
-/// A dictionary of at most [`DICTIONARY_BYTES`] trained on `texts`, cut in blocks as they
-/// would be stored; `None` when zstd finds too little to learn from (a handful of tiny
-/// texts).
+/// The least a trained dictionary takes: zstd learns little in fewer bytes.
+const MIN_DICTIONARY_BYTES: usize = 16 << 10;
+
+/// A dictionary for a batch of `total` bytes of text, trained on `texts` (the batch or a
+/// sample of it) cut in blocks as they would be stored: about a 64th of `total`, between
+/// 16 KiB and [`DICTIONARY_BYTES`]. `None` when zstd finds too little to learn from (a
+/// handful of tiny texts), or when the dictionary would not pay for its own bytes: what it
+/// saves on the sample, scaled to `total`, must exceed its size. A tree of a few large files
+/// compresses as well without one.
 #[must_use]
-pub fn train(texts: &[&[u8]]) -> Option<Vec<u8>> {
+pub fn train(texts: &[&[u8]], total: usize) -> Option<Vec<u8>> {
     let mut samples = Vec::new();
     for text in texts {
         let mut start = 0;
@@ -123,7 +129,20 @@ pub fn train(texts: &[&[u8]]) -> Option<Vec<u8>> {
             start = end;
         }
     }
-    zstd::dict::from_samples(&samples, DICTIONARY_BYTES).ok()
+    let size = (total / 64).clamp(MIN_DICTIONARY_BYTES, DICTIONARY_BYTES);
+    let dictionary = zstd::dict::from_samples(&samples, size).ok()?;
+    let mut plain = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok()?;
+    let mut primed = zstd::bulk::Compressor::with_dictionary(ZSTD_LEVEL, &dictionary).ok()?;
+    let (mut read, mut without, mut with) = (0usize, 0usize, 0usize);
+    for sample in samples {
+        read += sample.len();
+        without += plain.compress(sample).ok()?.len();
+        with += primed.compress(sample).ok()?.len();
+    }
+    #[allow(clippy::cast_precision_loss)] // byte counts far below 2^52
+    let saved = without.saturating_sub(with) as f64 * total as f64 / read.max(1) as f64;
+    #[allow(clippy::cast_precision_loss)]
+    (saved > dictionary.len() as f64).then_some(dictionary)
 }
 
 /// Far above any file size worth indexing (the default cap is 1 MiB).
@@ -441,11 +460,14 @@ mod tests {
         text
     }
 
+    /// A batch so large that any dictionary that saves a byte on its sample pays.
+    const LARGE_BATCH: usize = 1 << 30;
+
     fn trained() -> &'static Dictionary {
         let mut rng = StdRng::seed_from_u64(3);
         let texts: Vec<String> = (0..400).map(|_| random_text(&mut rng)).collect();
         let samples: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
-        register(&train(&samples).unwrap())
+        register(&train(&samples, LARGE_BATCH).unwrap())
     }
 
     #[test]
@@ -485,6 +507,32 @@ mod tests {
     }
 
     #[test]
+    fn a_dictionary_is_kept_only_when_it_saves_more_than_its_own_bytes() {
+        // Many small files alike: a dictionary pays for itself many times over.
+        let texts: Vec<String> = (0..2000)
+            .map(|i| {
+                format!(
+                    "use std::io;\n\nfn handler_{i}(request: &Request) -> Response {{\n    \
+                     let body = request.body();\n    Response::ok(body.len() * {i})\n}}\n"
+                )
+            })
+            .collect();
+        let samples: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
+        let total = samples.iter().map(|s| s.len()).sum();
+        let dictionary = train(&samples, total).expect("pays");
+        assert!(dictionary.len() >= MIN_DICTIONARY_BYTES);
+        // Noise: nothing to learn, so the dictionary would only add its bytes.
+        let mut rng = StdRng::seed_from_u64(5);
+        let noise: Vec<Vec<u8>> = (0..300)
+            .map(|_| (0..4096).map(|_| rng.random::<u8>()).collect())
+            .collect();
+        let samples: Vec<&[u8]> = noise.iter().map(Vec::as_slice).collect();
+        let total = samples.iter().map(|s| s.len()).sum();
+        assert!(zstd::dict::from_samples(&samples, MIN_DICTIONARY_BYTES).is_ok());
+        assert!(train(&samples, total).is_none());
+    }
+
+    #[test]
     fn a_dictionary_makes_small_texts_smaller_and_must_be_registered_to_read_them() {
         let dictionary = trained();
         assert!(std::ptr::eq(register(&dictionary.bytes), dictionary));
@@ -499,6 +547,6 @@ mod tests {
         assert!(err.contains("is not available"), "{err}");
         assert!(super::text(&blob[..5]).is_err());
         assert_eq!(dictionary_of(&blob[..5]), None);
-        assert!(train(&[b"x".as_slice()]).is_none());
+        assert!(train(&[b"x".as_slice()], LARGE_BATCH).is_none());
     }
 }
