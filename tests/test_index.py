@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from coderecall import CodeIndex, Config, QueryError, RootRefusedError, SearchHit, StoreError
-from helpers import SAMPLE_PROJECT, MakeRepo, as_if_chunked_by_older_rules, git, large_project
+from helpers import (
+    SAMPLE_PROJECT,
+    MakeRepo,
+    as_if_chunked_by_older_rules,
+    git,
+    large_project,
+    write_files,
+)
 
 SAMPLE_FILES = len(SAMPLE_PROJECT)
 
@@ -630,6 +637,48 @@ def test_a_new_process_reads_texts_compressed_with_the_trained_dictionary(
     assert path == "pkg/module_117.py"
     assert content == files[path].splitlines()[int(start) - 1 : int(end)]
     assert "def function_117_93(value):" in content
+
+
+def test_a_tree_that_grows_past_the_threshold_reads_texts_stored_before_and_after_it(
+    make_repo: MakeRepo,
+) -> None:
+    # A first index too small for a dictionary stores plain texts; a later batch of 1.4 MB
+    # trains one. Both kinds of stored text must read back, in this process and a new one.
+    root = make_repo(dict(SAMPLE_PROJECT), init=False)
+    with CodeIndex(root) as index:
+        index.index()
+        index_dir = index.index_dir
+    with closing(sqlite3.connect(index_dir / "index.db")) as db:
+        assert db.execute("SELECT 1 FROM meta WHERE key = 'text_dictionary'").fetchone() is None
+    grown = {path: _LICENCE + text for path, text in large_project(150).items()}
+    write_files(root, grown)
+    with CodeIndex(root) as index:
+        index.index()
+        assert index.health().problems == ()
+        old = index.search("TokenStore", limit=1)[0]
+        new = index.search("function_42_7", limit=1)[0]
+    with closing(sqlite3.connect(index_dir / "index.db")) as db:
+        assert db.execute("SELECT 1 FROM meta WHERE key = 'text_dictionary'").fetchone()
+        kinds = {kind for (kind,) in db.execute("SELECT DISTINCT substr(text, 1, 1) FROM files")}
+    assert kinds == {b"\x01", b"\x02"}  # plain and dictionary-primed blobs side by side
+    for hit, files in ((old, SAMPLE_PROJECT), (new, grown)):
+        text = files[hit.path]
+        assert isinstance(text, str)
+        assert hit.content is not None
+        assert hit.content.splitlines() == text.splitlines()[hit.start_line - 1 : hit.end_line]
+    assert old.path == "src/shop/auth.py"
+    assert new.path == "pkg/module_42.py"
+    assert "def function_42_7(value):" in (new.content or "")
+    script = (
+        "import sys\nfrom coderecall import CodeIndex\n"
+        "with CodeIndex(sys.argv[1]) as index:\n"
+        "    print(index.health().problems)\n"
+        f"    print(index.search({old.symbol!r}, limit=1)[0].content == {old.content!r})\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(root)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == ["()", "True"]
 
 
 def test_progress_callback_ends_at_the_total(project: Path) -> None:
