@@ -98,6 +98,16 @@ def test_search_json_fields(project: Path) -> None:
     assert "def refresh_access_token" in hits[0]["content"]
 
 
+def test_a_query_with_bytes_that_are_not_utf8_is_searched(project: Path) -> None:
+    # Undecodable argv bytes reach Python as lone surrogates ("\udcff" for b"\xff").
+    result = run("search", "refresh_access_token\udcff\udcfe", "--path", str(project), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)[0]["path"] == "src/shop/auth.py"
+    context = run("context", "\udcffrefresh an expired access token", "--path", str(project))
+    assert context.returncode == 0, context.stderr
+    assert "auth.py" in context.stdout
+
+
 def test_peek_is_search_without_the_text(project: Path) -> None:
     query = ["refresh the access token", "--path", str(project), "--json"]
     peeked = json.loads(run("peek", *query).stdout)

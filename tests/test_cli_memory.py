@@ -296,7 +296,7 @@ def test_errors_are_one_line_and_non_zero(cli: Cli, root: Path, db: Path, tmp_pa
     (tmp_path / "broken.jsonl").write_text('{"id": 1}\n')
     code, _, err = cli("import", str(tmp_path / "broken.jsonl"))
     assert code == 1
-    assert "line 1: not an exported memory record" in err
+    assert "line 1: not an exported memory record ('created_at' is missing)" in err
     code, _, err = cli("search", "x", project=tmp_path / "nowhere")
     assert code == 1
     assert "no such project folder" in err
@@ -317,6 +317,53 @@ def test_usage_errors_exit_2(db: Path, root: Path) -> None:
     assert missing.returncode == 1
     assert missing.stderr == "coderecall: error: no memory 7 in this project\n"
     assert missing.stdout == ""
+
+
+def test_ids_sqlite_cannot_hold_are_usage_errors_and_unknown_to_the_api(
+    db: Path, root: Path
+) -> None:
+    for wide in ("99999999999999999999", str(1 << 63), "0", "-3"):
+        shown = process("show", wide, "--root", str(root))
+        assert shown.returncode == 2, shown.stderr
+        assert f"not a memory id: '{wide}'" in shown.stderr
+        assert "Traceback" not in shown.stderr
+    with MemoryStore(root, path=db) as store:
+        kept = store.add("Tokens live one hour.", "decision").record
+        assert kept is not None
+        assert store.get([1 << 64, -1, kept.id]) == [kept]
+        assert store.readable([1 << 64])[1] == [1 << 64]
+
+
+def test_bytes_that_are_not_utf8_are_stored_and_searched_as_replacement_characters(
+    db: Path, root: Path
+) -> None:
+    # Python hands undecodable argv bytes over as lone surrogates: b"\xff" is "\udcff".
+    added = process(
+        "add", "the \udcffcache\udcfe keeps stale tokens", "--tag", "\udcffx", "--root", str(root)
+    )
+    assert added.returncode == 0, added.stderr
+    found = process("search", "stale \udcfftokens", "--json", "--root", str(root))
+    assert found.returncode == 0, found.stderr
+    (hit,) = json.loads(found.stdout)
+    assert hit["snippet"] == "the \ufffdcache\ufffd keeps stale tokens"
+    assert hit["tags"] == ["\ufffdx"]
+    conn = sqlite3.connect(db)
+    try:
+        (text,) = conn.execute("SELECT text FROM records").fetchone()
+    finally:
+        conn.close()
+    assert text == "the \ufffdcache\ufffd keeps stale tokens"
+
+
+def test_forgetting_a_forgotten_record_keeps_its_first_reason(cli: Cli) -> None:
+    record = ok(cli, "add", "Checkout retries twice on timeout.")["record"]["id"]
+    ok(cli, "forget", str(record), "--reason", "wrong")
+    code, out, err = cli("forget", str(record), "--reason", "changed my mind")
+    assert code == 1
+    assert out == ""
+    assert f"memory {record} was already forgotten on " in err
+    assert err.rstrip().endswith(": wrong")
+    assert ok(cli, "show", str(record))[0]["forget_reason"] == "wrong"
 
 
 def test_export_import_round_trip_is_byte_identical(

@@ -27,6 +27,17 @@ def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A command that takes no ``--path``, run in the root."""
+    return subprocess.run(
+        [sys.executable, "-m", "coderecall", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=root,
+    )
+
+
 def test_health_reports_damage_and_repair_rebuilds_from_the_store(
     make_repo: MakeRepo, static_model: Path
 ) -> None:
@@ -119,3 +130,60 @@ def test_garbage_is_kept_for_the_grace_period_then_collected(make_repo: MakeRepo
         index.index(progress=False)
         assert index.status().file_versions == versions
         assert index.health().ok
+
+
+def test_a_root_never_indexed_is_reported_as_such_and_health_creates_nothing(
+    make_repo: MakeRepo,
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    checked = cli(root, "health", "--json")
+    assert checked.returncode == 1, checked.stderr
+    assert json.loads(checked.stdout)["problems"] == [
+        "there is no index yet (`coderecall index` builds it)"
+    ]
+    assert not (root / ".git" / "coderecall").exists()
+
+
+def _damage_header(db: Path) -> None:
+    with db.open("r+b") as file:
+        file.write(b"garbage, not SQLite")
+
+
+def _damage_pages(db: Path) -> None:
+    """Pages past the first: the file still opens, reading those pages fails."""
+    page = 4096
+    assert db.stat().st_size >= 6 * page
+    with db.open("r+b") as file:
+        file.seek(2 * page)
+        file.write(b"\xff" * (3 * page))
+
+
+@pytest.mark.parametrize("damage", [_damage_header, _damage_pages], ids=["header", "pages"])
+def test_health_reports_a_damaged_database_and_index_force_sets_it_aside(
+    make_repo: MakeRepo, damage: object
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    assert run(root, "index", "--json").returncode == 0
+    index_dir = root / ".git" / "coderecall"
+    for leftover in ("index.db-wal", "index.db-shm"):
+        assert not (index_dir / leftover).exists()  # the writer checkpointed and closed
+    assert callable(damage)
+    damage(index_dir / "index.db")
+
+    checked = cli(root, "health", "--json")
+    assert checked.returncode == 1, checked.stderr
+    (problem,) = json.loads(checked.stdout)["problems"]
+    assert "`coderecall index --force` sets it aside and rebuilds" in problem
+    searched = cli(root, "search", "refresh token")
+    assert searched.returncode == 1
+    assert "index --force" in searched.stderr
+
+    rebuilt = run(root, "index", "--force", "--json")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert json.loads(rebuilt.stdout)["files_parsed"] == len(SAMPLE_PROJECT)
+    assert "the damaged index was set aside as" in rebuilt.stderr
+    assert cli(root, "health").returncode == 0
+    searched = cli(root, "search", "refresh an expired access token", "--json")
+    assert json.loads(searched.stdout)[0]["path"] == "src/shop/auth.py"
+    (aside,) = root.joinpath(".git").glob("coderecall.broken-*")
+    assert (aside / "index.db").stat().st_size > 0  # kept for inspection

@@ -260,11 +260,53 @@ def test_bad_payloads_never_break_the_host(
         ("prompt", "[1, 2]"),
         ("tool", json.dumps({"cwd": "/"})),  # no session id
         ("nonsense", json.dumps({"session_id": "s", "cwd": "/"})),
+        ("prompt", "[" * 100_000),  # deeper than Python's recursion limit
     ]:
         out = io.StringIO()
         assert main(event, io.StringIO(stdin), out, str(memory)) == 0
         assert json.loads(out.getvalue()) == {}
-    assert capsys.readouterr().err.count("coderecall hook") == 4
+    assert capsys.readouterr().err.count("coderecall hook") == 5
+
+
+def _hook_process(memory: Path, *args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "coderecall", "hook", *args],
+        input=stdin,
+        capture_output=True,
+        env=dict(os.environ, CODERECALL_MEMORY=str(memory)),
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_bad_hook_command_line_fails_without_blocking_the_host(memory: Path) -> None:
+    # Status 2 would tell Claude Code to block the prompt; a typo in a settings file must not.
+    for args in [("bogus",), ("prompt", "--unknown"), ()]:
+        done = _hook_process(memory, *args, stdin=b"{}")
+        assert done.returncode == 1, (args, done.stderr)
+        assert json.loads(done.stdout) == {}
+        assert b"usage: coderecall hook" in done.stderr
+    assert _hook_process(memory, "--help", stdin=b"").returncode == 0
+
+
+def test_a_payload_with_bytes_that_are_not_utf8_is_recorded(
+    project: Path, memory: Path, store: MemoryStore
+) -> None:
+    payload = json.dumps(
+        {
+            "session_id": "s\udcff1",
+            "cwd": str(project),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "PLACEHOLDER",
+        }
+    ).encode()
+    # A raw byte that is not UTF-8, and a JSON escape of a lone surrogate.
+    payload = payload.replace(b"PLACEHOLDER", b"fix the \xff\xfe parser \\udcff now")
+    done = _hook_process(memory, "prompt", stdin=payload)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == b""
+    (event,) = Sessions(store).events("s\ufffd1", kinds=["prompt"])
+    assert event.text == "fix the \ufffd\ufffd parser \ufffd now"
 
 
 def test_the_command_line_hook_answers_the_host(

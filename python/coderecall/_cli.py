@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from . import _hooks as hooks
-from ._errors import Error, QueryError
+from ._errors import Error, IndexCorruptError, QueryError
 from ._logs import detach_all_file_logs
 from ._native import __version__
 from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit
@@ -293,6 +293,8 @@ def _describe(exc: BaseException) -> str:
         text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
     else:
         text = str(exc) or type(exc).__name__
+    if isinstance(exc, IndexCorruptError) and "index --force" not in text:
+        text += " (`coderecall index --force` sets the damaged index aside and rebuilds it)"
     return " ".join(text.splitlines())
 
 
@@ -569,7 +571,13 @@ def _health(args: argparse.Namespace) -> int:
         elif after.ok:
             rows.append(("state", "healthy after repair"))
         else:
-            rows.append(("state", "problems remain (`coderecall health --repair` rebuilds)"))
+            hint = (
+                ""
+                if args.repair
+                else " (`coderecall health --repair` rebuilds derived files;"
+                " `coderecall index --force` the whole index)"
+            )
+            rows.append(("state", f"problems remain{hint}"))
         _print_rows(console, rows)
     return 0 if after.ok else 1
 

@@ -119,10 +119,15 @@ def _options(parser: argparse.ArgumentParser) -> None:
 
 
 def _record_id(text: str) -> int:
+    from ._memory import MAX_ID
+
     try:
-        return int(text.lstrip("#"))
+        value = int(text.lstrip("#"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a memory id: {text!r}") from None
+        value = 0
+    if not 0 < value <= MAX_ID:
+        raise argparse.ArgumentTypeError(f"not a memory id: {text!r}")
+    return value
 
 
 def _count(text: str) -> int:

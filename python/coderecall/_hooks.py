@@ -35,12 +35,14 @@ Subagents: an event that carries ``agent_id`` (Claude Code) comes from a child s
 subagents their own sessions) links the two. Either way the events land in the root's log.
 
 A hook must never break its host: a payload that cannot be read or a store that cannot be
-opened gives ``{}`` on stdout, a one-line reason on stderr, and exit status 0.
+opened gives ``{}`` on stdout, a one-line reason on stderr, and exit status 0; a command line
+that names no hook gives ``{}`` and status 1, which hosts report without blocking the session.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -68,6 +70,10 @@ _TRANSCRIPT_TAIL = 1 << 20
 """Bytes read from the end of a transcript to find the last assistant message."""
 _EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch"})
 _SUMMARY_CHARS = 2000
+BUSY_TIMEOUT = 10.0
+"""Seconds a hook waits for another process's write to the memory database: well within
+the hosts' own hook timeout (60 s in Claude Code and Codex), so a stuck writer costs the
+event, with a message, not the host's wait."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +108,9 @@ def run_hook(
     from ._memory import MemoryStore
     from ._sessions import Sessions
 
-    with MemoryStore(root if root.is_dir() else cwd, path=memory) as store:
+    with MemoryStore(
+        root if root.is_dir() else cwd, path=memory, busy_timeout=BUSY_TIMEOUT
+    ) as store:
         sessions = Sessions(store)
         current = _session_of(sessions, payload, session)
         return handler(_Call(store, sessions, current, payload, recall))
@@ -306,7 +314,8 @@ def _first_line(text: str) -> str:
 
 DESCRIPTION = (
     "Records a session event from Claude Code or Codex and answers the context to add (see "
-    "docs/hooks.md). Never fails the host: errors print {} and exit 0."
+    "docs/hooks.md). Never fails the host: errors print {} and exit 0 (1 for a command line "
+    "that names no hook)."
 )
 
 
@@ -327,8 +336,18 @@ def command(argv: Sequence[str]) -> int:
     call, so it loads nothing of the command line but this (see ``_launch``)."""
     parser = argparse.ArgumentParser(prog="coderecall hook", description=DESCRIPTION)
     arguments(parser)
-    args = parser.parse_args(argv)
-    return main(args.event, sys.stdin, sys.stdout, args.memory, recall=args.recall)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        if exc.code == 0:  # --help
+            raise
+        # argparse's status 2 means "block this action" to Claude Code: a misconfigured
+        # hook must not stop every prompt, so the host gets no context and a plain failure.
+        sys.stdout.write("{}\n")
+        return 1
+    # Hosts send UTF-8 whatever the locale; a stray bad byte costs that character only.
+    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    return main(args.event, stdin, sys.stdout, args.memory, recall=args.recall)
 
 
 def main(
@@ -348,6 +367,9 @@ def main(
         output = run_hook(event, payload, memory=memory, recall=recall).output
     except (Error, ValueError, OSError) as exc:
         print(f"coderecall hook {event}: {exc}", file=sys.stderr)
+        output = {}
+    except Exception as exc:  # a bug, or a payload nested past Python's recursion limit
+        print(f"coderecall hook {event}: {type(exc).__name__}: {exc}", file=sys.stderr)
         output = {}
     stdout.write(json.dumps(output, ensure_ascii=False))
     stdout.write("\n")

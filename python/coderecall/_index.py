@@ -28,7 +28,7 @@ from ._collect import collect, collect_paths, scope_of
 from ._config import Config, load_config
 from ._context import ContextPack, build_context
 from ._embedding import EmbeddingChoice, select_embedding
-from ._errors import ProviderError, QueryError, StoreError
+from ._errors import IndexCorruptError, ProviderError, QueryError, StoreError
 from ._graph import (
     CallGraphResult,
     CallPath,
@@ -40,7 +40,7 @@ from ._graph import (
 )
 from ._kb import CODE, KnowledgeBase, KnowledgeBases, fuse, load_entries
 from ._lease import WriteLease
-from ._logs import LogEntry, attach_file_log, read_logs
+from ._logs import LogEntry, attach_file_log, detach_file_log, read_logs
 from ._metrics import Recorder
 from ._native import NativeIndex
 from ._paths import LOCAL_INDEX_DIR, check_root, find_index_dir
@@ -53,6 +53,7 @@ from ._results import (
     IndexStatus,
     SearchHit,
 )
+from ._unicode import scrub
 
 if TYPE_CHECKING:
     from ._memory import MemoryStore
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = ["CodeIndex"]
 
 _EXAMPLES_PER_REASON = 5
+_REBUILD_HINT = " (index at {}; `coderecall index --force` sets it aside and rebuilds)"
 _POLL_SECONDS = 0.05
 _LOCAL_BATCH = {"transformer": 64, "static": 4096}
 """Chunks per call of a local model: enough to keep its threads busy, small enough that
@@ -240,8 +242,16 @@ class CodeIndex:
         started = time.perf_counter()
         relative = None if paths is None else [self._relative(path) for path in paths]
         native = self._open(rebuild_broken=force)
-        with WriteLease(self._index_dir).hold(wait):
-            report = self._index_leased(native, started, force, progress, embed, relative)
+        try:
+            with WriteLease(self._index_dir).hold(wait):
+                report = self._index_leased(native, started, force, progress, embed, relative)
+        except IndexCorruptError as exc:
+            if not force:
+                raise IndexCorruptError(f"{exc}{_REBUILD_HINT.format(self._index_dir)}") from exc
+            # Damage the open did not see (a malformed page deep in the file).
+            native = self._reopen_set_aside()
+            with WriteLease(self._index_dir).hold(wait):
+                report = self._index_leased(native, started, force, progress, embed, relative)
         if relative is None and not self._is_kb:
             self._knowledge_bases.refresh(native, force=force, embed=embed, wait=wait)
         return report
@@ -337,9 +347,24 @@ class CodeIndex:
         called) and file versions that cannot be read back are dropped, their paths read
         again by the next :meth:`index`, under the write lease (``wait`` as in
         :meth:`index`). Damage to SQLite itself is reported, never repaired here:
-        ``index(force=True)`` sets such an index aside and rebuilds it.
+        ``index(force=True)`` sets such an index aside and rebuilds it. A root that was never
+        indexed reports that as its problem, and no index is created.
         """
-        native = self._open()
+        try:
+            native = self._open_existing()
+        except IndexCorruptError as exc:  # the message says how to rebuild
+            return HealthReport(self._index_dir, (str(exc),), ())
+        try:
+            return self._health(native, repair, wait)
+        except IndexCorruptError as exc:
+            problem = f"{exc}{_REBUILD_HINT.format(self._index_dir)}"
+            return HealthReport(self._index_dir, (problem,), ())
+
+    def _health(self, native: NativeIndex | None, repair: bool, wait: bool | float) -> HealthReport:
+        if native is None or native.status()["generation"] == 0:
+            return HealthReport(
+                self._index_dir, ("there is no index yet (`coderecall index` builds it)",), ()
+            )
         recorded = _recorded_embedding(native)
         model, dims = recorded.get("model_id"), recorded.get("dims")
         vectors = (
@@ -520,6 +545,7 @@ class CodeIndex:
         """
         if not query.strip():
             raise QueryError("the search query is empty")
+        query = scrub(query)
         filters = self._filters(limit, language, directory, kind, with_content)
         sources = [(CODE, self)] if self._is_kb else self._knowledge_bases.sources(source)
         lists = [
@@ -744,7 +770,7 @@ class CodeIndex:
         """
         budget = self._config.context_budget if budget is None else budget
         native = self._ready()
-        return build_context(self, native.call_graph(), native.lines, query, budget)
+        return build_context(self, native.call_graph(), native.lines, scrub(query), budget)
 
     def memory(self, *, path: str | os.PathLike[str] | None = None) -> MemoryStore:
         """This project's :class:`MemoryStore` (in the user's memory database unless
@@ -813,8 +839,11 @@ class CodeIndex:
 
     def _log_to_file(self) -> None:
         """Also write this process's log records to the index log (see :meth:`logs`); for
-        the CLI, watchers and MCP servers, which own their process's logging."""
-        self._open()
+        the CLI, watchers and MCP servers, which own their process's logging. Only the folder
+        is made: the index itself may be damaged, for ``index --force`` to set aside."""
+        with self._lock:
+            if not self._index_dir.is_dir():
+                self._create_index_dir()
         attach_file_log(self._index_dir)
 
     def _call_graph(self) -> CallGraph:
@@ -871,21 +900,32 @@ class CodeIndex:
                     self._native = NativeIndex(str(self._index_dir), str(self._root))
                 except StoreError as exc:
                     if not rebuild_broken:
-                        raise StoreError(
-                            f"{exc} (index at {self._index_dir}; "
-                            "`coderecall index --force` sets it aside and rebuilds)"
-                        ) from exc
+                        hint = _REBUILD_HINT.format(self._index_dir)
+                        raise type(exc)(f"{exc}{hint}") from exc
                     self._set_aside_broken_index()
                     self._native = NativeIndex(str(self._index_dir), str(self._root))
             return self._native
+
+    def _reopen_set_aside(self) -> NativeIndex:
+        """Close the damaged index, set it aside and open a new one in its place."""
+        with self._lock:
+            native, self._native = self._native, None
+            if native is not None:
+                native.close()
+            self._set_aside_broken_index()
+        return self._open()
 
     def _set_aside_broken_index(self) -> None:
         """Rename an index that cannot be opened, so a rebuild starts clean and nothing is
         deleted: the old files stay beside it for inspection."""
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
         aside = self._index_dir.with_name(f"{self._index_dir.name}.broken-{stamp}")
+        logging_here = detach_file_log(self._index_dir)  # its open file would move along
         self._index_dir.rename(aside)
         self._create_index_dir()
+        if logging_here:
+            attach_file_log(self._index_dir)
+        _log.warning("the damaged index was set aside as %s; rebuilding", aside)
 
     def _open_existing(self) -> NativeIndex | None:
         """The index if one was ever created; status() must not create files."""

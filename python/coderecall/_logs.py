@@ -153,14 +153,15 @@ def attach_file_log(index_dir: Path) -> None:
         _handlers[key] = handler
 
 
-def detach_file_log(index_dir: Path) -> None:
-    """Stop writing the log of ``index_dir`` and close its file. Restores the logger's level
-    when the last log goes (unless someone else changed it meanwhile)."""
+def detach_file_log(index_dir: Path) -> bool:
+    """Stop writing the log of ``index_dir`` and close its file; whether one was written.
+    Restores the logger's level when the last log goes (unless someone else changed it
+    meanwhile)."""
     global _saved_level
     with _lock:
         handler = _handlers.pop(os.path.abspath(index_dir), None)
         if handler is None:
-            return
+            return False
         logger = logging.getLogger(_LOGGER)
         logger.removeHandler(handler)
         handler.close()
@@ -168,6 +169,7 @@ def detach_file_log(index_dir: Path) -> None:
             if logger.level == logging.INFO:
                 logger.setLevel(_saved_level)
             _saved_level = None
+    return True
 
 
 def detach_all_file_logs() -> None:

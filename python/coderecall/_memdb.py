@@ -20,7 +20,8 @@ from ._errors import StoreError
 
 __all__ = ["MemoryDatabase", "memory_path"]
 
-_BUSY_MS = 60_000
+BUSY_TIMEOUT = 60.0
+"""Seconds a connection waits for another one's write lock before giving up."""
 
 _MIGRATIONS = (
     # 1: records
@@ -97,8 +98,11 @@ class MemoryDatabase:
     """Connections to one memory database: one per thread, opened on first use, the
     schema created or migrated by whichever process opens it first."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, busy_timeout: float = BUSY_TIMEOUT
+    ) -> None:
         self.path = Path(path).expanduser() if path is not None else memory_path()
+        self.busy_timeout = busy_timeout
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -161,7 +165,10 @@ class MemoryDatabase:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
-                self.path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
+                self.path,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
             )
             try:
                 self._prepare(conn)
@@ -174,8 +181,8 @@ class MemoryDatabase:
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
-        _use_wal(conn)
+        conn.execute(f"PRAGMA busy_timeout = {round(self.busy_timeout * 1000)}")
+        _use_wal(conn, self.busy_timeout)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA secure_delete = ON")  # a forgotten text is overwritten
@@ -203,13 +210,13 @@ class MemoryDatabase:
         conn.execute("COMMIT")
 
 
-def _use_wal(conn: sqlite3.Connection) -> None:
+def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
     """Switches the database to WAL, which the file keeps. The switch fails at once, without
     the busy handler, while another connection holds the write lock of a database still in
     rollback mode: first openers of a new database met that when one was half-way through
     its own switch (about one start in a hundred with 12 threads). They retry until the busy
     timeout instead."""
-    deadline = time.monotonic() + _BUSY_MS / 1000
+    deadline = time.monotonic() + timeout
     pause = 0.001
     while True:
         try:

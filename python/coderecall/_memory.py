@@ -67,9 +67,10 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from ._errors import Error, QueryError
 from ._identity import project_identity
-from ._memdb import MemoryDatabase, memory_path
+from ._memdb import BUSY_TIMEOUT, MemoryDatabase, memory_path
 from ._native import Embedder, KeySet
 from ._privacy import Filtered, Level, classify, filter_text
+from ._unicode import scrub
 
 if TYPE_CHECKING:
     # What reads the store (ranking, time phrases, vectors, the context block, numpy) is
@@ -94,6 +95,9 @@ __all__ = [
     "memory_path",
     "snippet",
 ]
+
+MAX_ID = (1 << 63) - 1
+"""The largest record id SQLite can hold."""
 
 TYPES = (
     "project-brief",
@@ -264,7 +268,9 @@ class MemoryStore:
     ``Path`` (or other path object) or a string written as a path (absolute, or starting
     with ``.`` or ``~``) naming a folder; any other string is an identity as it is, even if
     a folder of that name happens to be in the working directory. Safe to share between
-    threads; any number of processes may open the same database.
+    threads; any number of processes may open the same database. A write waits up to
+    ``busy_timeout`` seconds for another process's write to finish, then raises
+    :class:`~coderecall.StoreError`.
     """
 
     def __init__(
@@ -277,7 +283,10 @@ class MemoryStore:
         dedup_general: float | None = None,
         dedup_structural: float | None = None,
         max_session_summaries: int = 20,
+        busy_timeout: float = BUSY_TIMEOUT,
     ) -> None:
+        if busy_timeout < 0:
+            raise QueryError(f"busy_timeout must be 0 or more, got {busy_timeout}")
         if any(t is not None and not 0 < t <= 1 for t in (dedup_general, dedup_structural)):
             raise QueryError("dedup thresholds must be in (0, 1]")
         if max_session_summaries < 1:
@@ -287,7 +296,7 @@ class MemoryStore:
             self._project = project_identity(root).key
         else:
             self._project = os.fspath(project) if project is not None else ""
-        self._db = MemoryDatabase(path)
+        self._db = MemoryDatabase(path, busy_timeout=busy_timeout)
         self._embedder = embedder
         self._model = _model_key(embedder, model_id) if embedder is not None else None
         self._thresholds = {
@@ -370,7 +379,7 @@ class MemoryStore:
         """The part of :meth:`add` that runs outside the write lock: the privacy filter,
         the embedding and a first near-duplicate scan. A refusal comes back as its result."""
         kind = _check_type(type)
-        tags = tuple(dict.fromkeys(t.strip() for t in tags if t.strip()))
+        tags = _clean_tags(tags)
         filtered = filter_text(text, tags=tags, level=privacy)
         if filtered.blocked:
             return WriteResult("refused", None, reason="the record is tagged as blocked")
@@ -468,7 +477,8 @@ class MemoryStore:
         """Replace record ``old_id`` with a new one saying ``new_text`` (same type, scope
         and, unless given, tags). The old record stays readable in :meth:`history`."""
         old = self._current(old_id)
-        filtered = filter_text(new_text, tags=old.tags if tags is None else tags)
+        tags = old.tags if tags is None else _clean_tags(tags)
+        filtered = filter_text(new_text, tags=tags)
         if filtered.blocked or not filtered.text.strip():
             raise QueryError("the new text is blocked or empty after the privacy filter")
         level = "private" if old.privacy == "private" else filtered.level
@@ -483,7 +493,7 @@ class MemoryStore:
                     old.scope,
                     old.type,
                     filtered.text.strip(),
-                    json.dumps(list(old.tags if tags is None else tags)),
+                    json.dumps(list(tags)),
                     level,
                     old.session,
                     now,
@@ -497,15 +507,21 @@ class MemoryStore:
             return record
 
     def forget(self, record_id: int, reason: str) -> MemoryRecord:
-        """Erase a record's text and tags for good; a tombstone keeps when and why."""
+        """Erase a record's text and tags for good; a tombstone keeps when and why. A record
+        already forgotten raises :class:`QueryError` naming the first reason, which stays."""
         if not reason.strip():
             raise QueryError("forgetting a record needs a reason")
         record = self._get_one(record_id)
+        if record.forgotten_at is not None:
+            raise QueryError(
+                f"memory {record.id} was already forgotten on "
+                f"{record.forgotten_at.astimezone():%Y-%m-%d %H:%M}: {record.forget_reason}"
+            )
         with self._write() as conn:
             conn.execute(
                 "UPDATE records SET text = '', tags = '[]', events = '[]', forgotten_at = ?,"
                 " forget_reason = ? WHERE id = ?",
-                (_timestamp(None), reason.strip(), record.id),
+                (_timestamp(None), scrub(reason.strip()), record.id),
             )
             conn.execute("DELETE FROM vectors WHERE record_id = ?", (record.id,))
             forgotten = _read_one(conn, record.id)
@@ -522,13 +538,14 @@ class MemoryStore:
         """Full records of this project (and the user's), in the order asked; ids of other
         projects' records are left out like unknown ones."""
         wanted = list(dict.fromkeys(int(i) for i in ids))
-        if not wanted:
+        storable = [i for i in wanted if 0 < i <= MAX_ID]  # SQLite refuses wider integers
+        if not storable:
             return []
         conn = self._conn()
-        marks = ",".join("?" * len(wanted))
+        marks = ",".join("?" * len(storable))
         rows = conn.execute(
             f"SELECT * FROM records WHERE id IN ({marks}) AND (project = ? OR scope = 'user')",
-            [*wanted, self._project],
+            [*storable, self._project],
         ).fetchall()
         by_id = {row["id"]: _record(row) for row in rows}
         return [by_id[i] for i in wanted if i in by_id]
@@ -637,7 +654,7 @@ class MemoryStore:
 
         if limit < 1:
             raise QueryError(f"limit must be at least 1, got {limit}")
-        resolved = resolve(query, self._anchor())
+        resolved = resolve(scrub(query), self._anchor())
         text = resolved.query.strip()
         window = (resolved.start, resolved.end) if resolved.phrase else (None, None)
         start, end = _aware(since), _aware(until)
@@ -1346,6 +1363,11 @@ def _dedups(kind: str) -> bool:
     """Whether a new record of ``kind`` may merge into a near duplicate. A session summary
     records one session: two alike sessions are still two."""
     return kind != "session-summary"
+
+
+def _clean_tags(tags: Iterable[str]) -> tuple[str, ...]:
+    """Tags as stored: trimmed, storable, each once, in the order given."""
+    return tuple(dict.fromkeys(scrub(t.strip()) for t in tags if t.strip()))
 
 
 def _check_type(kind: str) -> str:

@@ -151,9 +151,12 @@ def _parse_line(number: int, line: str) -> tuple[str, dict[str, Any], bool]:
         if table == "records":
             return table, *_record_row(data)
         return table, _row(table, data), False
+    except KeyError as exc:
+        detail = f"{exc.args[0]!r} is missing"
     # Overflow and OS errors: a time no datetime can hold.
-    except (ValueError, KeyError, TypeError, OverflowError, OSError) as exc:
-        raise QueryError(f"line {number}: not an exported {_NOUNS[table]} ({exc})") from None
+    except (ValueError, TypeError, OverflowError, OSError) as exc:
+        detail = str(exc)
+    raise QueryError(f"line {number}: not an exported {_NOUNS[table]} ({detail})")
 
 
 def _record_row(data: dict[str, Any]) -> tuple[dict[str, Any], bool]:

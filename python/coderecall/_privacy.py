@@ -83,6 +83,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from ._unicode import scrub
+
 __all__ = [
     "LEVELS",
     "PRIVATE_MARKER",
@@ -194,7 +196,7 @@ def filter_text(text: str, *, tags: Iterable[str] = (), level: str | None = None
     lvl = classify(tags, level)
     if lvl == "blocked":
         return Filtered(text="", redactions=(), private_sections=0, level=lvl)
-    visible, sections = _cut_private(text)
+    visible, sections = _cut_private(scrub(text))
     clean, kinds = _redact_secrets(visible)
     return Filtered(text=clean, redactions=kinds, private_sections=sections, level=lvl)
 

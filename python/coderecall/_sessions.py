@@ -49,6 +49,7 @@ from ._errors import QueryError
 from ._memdb import MemoryDatabase
 from ._memory import MemoryStore, WriteResult
 from ._privacy import PRIVATE_MARKER, filter_text
+from ._unicode import scrub
 
 __all__ = [
     "EVENT_KINDS",
@@ -905,7 +906,7 @@ def _filter_meta(
 def _check_id(session_id: str) -> str:
     if not isinstance(session_id, str) or not session_id.strip():
         raise QueryError("a session id must be a non-empty string")
-    return session_id.strip()
+    return scrub(session_id.strip())
 
 
 def _timestamp(at: datetime | None) -> float:

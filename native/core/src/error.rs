@@ -42,6 +42,20 @@ impl Error {
             source,
         }
     }
+
+    /// Whether the index's own files are damaged: a derived file or stored value that fails
+    /// its check, or SQLite finding its database file malformed or not a database at all.
+    /// Waiting or retrying cannot help; rebuilding the index can.
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            Error::Corrupt { .. } => true,
+            Error::Store(rusqlite::Error::SqliteFailure(e, _)) => matches!(
+                e.code,
+                rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+            ),
+            _ => false,
+        }
+    }
 }
 
 impl From<crate::bm25::Bm25Error> for Error {
@@ -52,5 +66,38 @@ impl From<crate::bm25::Bm25Error> for Error {
             }
             crate::bm25::Bm25Error::Corrupt { path, reason } => Error::Corrupt { path, reason },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_read(bytes: &[u8]) -> Error {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        std::fs::write(&path, bytes).unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let err = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .unwrap_err();
+        Error::from(err)
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_corruption_and_a_busy_one_is_not() {
+        assert!(first_read(&b"not a database at all, ".repeat(200)).is_corruption());
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        assert!(!Error::from(busy).is_corruption());
+        let damaged = Error::Corrupt {
+            path: "lexical-1.bin".into(),
+            reason: "bad checksum".into(),
+        };
+        assert!(damaged.is_corruption());
     }
 }

@@ -65,9 +65,11 @@ create_exception!(
 pub(crate) fn to_py(err: coderecall_core::Error) -> PyErr {
     use coderecall_core::Error as E;
     let message = err.to_string();
+    let corrupt = err.is_corruption();
     match err {
-        E::Store(_) | E::Io { .. } | E::SchemaTooNew { .. } => StoreError::new_err(message),
         E::Corrupt { .. } => IndexCorruptError::new_err(message),
+        E::Store(_) if corrupt => IndexCorruptError::new_err(message),
+        E::Store(_) | E::Io { .. } | E::SchemaTooNew { .. } => StoreError::new_err(message),
         E::Model { .. } => ModelError::new_err(message),
         E::InvalidArgument(_) => PyValueError::new_err(message),
         E::Cancelled => CancelledError::new_err(message),
