@@ -391,6 +391,17 @@ def test_def(calls_project: Path) -> None:
     assert "content" not in method
     (by_line,) = run_json("def", "src/shop/billing.py:23", "--limit", "1", *where)
     assert by_line["symbol_path"] == "shop.billing.compute_invoice_total"
+    # A line outside every definition is the module's, which ends where the file does.
+    billing = (calls_project / "src/shop/billing.py").read_text().splitlines()
+    (module,) = run_json("def", "src/shop/billing.py:1", *where)
+    assert (module["kind"], module["start_line"], module["end_line"]) == (
+        "module",
+        1,
+        len(billing),
+    )
+    past_end = run("def", f"src/shop/billing.py:{len(billing) + 5}", *where)
+    assert past_end.returncode == 1
+    assert "no definition of src/shop/billing.py:" in past_end.stdout
 
     people = run("def", "checkout", *where)
     assert people.returncode == 0, people.stderr
@@ -449,6 +460,8 @@ def test_calls(calls_project: Path) -> None:
     leaf = run("calls", "handle_checkout_request", "--callers", *where).stdout.splitlines()
     assert leaf[1:3] == ["callers:", "  none"]
     assert leaf[-1].startswith("note: no call of this name anywhere in the index")
+    no_callees = run("calls", "Invoice.__init__", "--callees", *where).stdout.splitlines()
+    assert no_callees[-2:] == ["callees:", "  none"]
     external = run("calls", "issue_token", "--callees", *where).stdout
     assert "hmac.new  src/shop/auth.py:17  (unresolved, external: hmac)" in external
 

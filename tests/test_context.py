@@ -294,6 +294,18 @@ def test_a_long_definition_is_cut_and_says_so(index: CodeIndex) -> None:
     assert "return total_0" in whole.items[0].text
 
 
+@pytest.mark.parametrize("query", ["long_report", "sum every total"])
+def test_the_smallest_budget_still_shows_the_head_of_the_best_evidence(
+    index: CodeIndex, query: str
+) -> None:
+    """Each candidate is longer than the whole budget: the best one is cut, not dropped."""
+    pack = index.context(query, budget=100)
+    check_pack(pack, 100)
+    assert pack.items, pack.render()
+    assert pack.items[0].truncated
+    assert pack.items[0].text.strip()
+
+
 def test_what_does_not_fit_is_dropped_and_counted(index: CodeIndex) -> None:
     pack = index.context("save_record", budget=100)
     check_pack(pack, 100)

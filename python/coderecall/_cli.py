@@ -23,7 +23,7 @@ from . import _hooks as hooks
 from ._errors import Error, IndexCorruptError, QueryError
 from ._logs import detach_all_file_logs
 from ._native import __version__
-from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit
+from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit, counted
 from ._stopwords import STOP_WORDS
 
 if TYPE_CHECKING:
@@ -519,7 +519,7 @@ def _watch(args: argparse.Namespace) -> int:
         else:
             changed = report.files_seen - report.files_unchanged
             line = (
-                f"{now:%H:%M:%S} indexed {changed:,} file{'' if changed == 1 else 's'} "
+                f"{now:%H:%M:%S} indexed {counted(changed, 'file')} "
                 f"({report.files_parsed:,} parsed, {report.files_removed:,} removed) "
                 f"in {report.seconds:.2f} s"
             )

@@ -17,6 +17,7 @@ from ._cli import (
     _stdout,
 )
 from ._graph import CallEdge, CallGraphResult, Direction, short_callee
+from ._results import counted
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -110,7 +111,7 @@ def _context(args: argparse.Namespace) -> int:
     for note in pack.notes:
         console.print(f"note: {note}", style="dim", markup=False)
     console.print(
-        f"{pack.route}: {len(pack.items)} items, {pack.tokens}/{pack.budget} tokens "
+        f"{pack.route}: {counted(len(pack.items), 'item')}, {pack.tokens}/{pack.budget} tokens "
         f"({pack.tokenizer})",
         style="dim",
         markup=False,
@@ -167,6 +168,8 @@ def _print_calls(console: Console, result: CallGraphResult, direction: str) -> N
             _print_edge(console, e, caller_side=True)
     if direction != "callers":
         console.print("callees:", style="bold")
+        if not result.callees:
+            console.print("  none", style="dim")
         for e in result.callees:
             _print_edge(console, e, caller_side=False)
     if result.note:
@@ -220,7 +223,8 @@ def _kb_add(args: argparse.Namespace) -> int:
         _print_json(kb.to_dict())
     else:
         _stdout().print(
-            f"knowledge base {kb.name}: {kb.path} ({kb.files:,} files, {kb.chunks:,} chunks)",
+            f"knowledge base {kb.name}: {kb.path} "
+            f"({counted(kb.files, 'file')}, {counted(kb.chunks, 'chunk')})",
             markup=False,
         )
     return 0
@@ -238,7 +242,8 @@ def _kb_list(args: argparse.Namespace) -> int:
     for kb in kbs:
         state = "" if kb.exists else "  (folder missing)"
         console.print(
-            f"{kb.name}  {kb.path}  {kb.files:,} files, {kb.chunks:,} chunks{state}",
+            f"{kb.name}  {kb.path}  {counted(kb.files, 'file')}, "
+            f"{counted(kb.chunks, 'chunk')}{state}",
             markup=False,
         )
     return 0
@@ -278,7 +283,7 @@ def _metrics(args: argparse.Namespace) -> int:
         rows.append(
             (
                 "call graph",
-                f"{int(g['definitions']):,} definitions, {edges:,} edges: "
+                f"{counted(int(g['definitions']), 'definition')}, {counted(edges, 'edge')}: "
                 f"{share(g['resolved'])} resolved, {share(g['inferred'])} inferred, "
                 f"{share(g['unresolved'])} unresolved ({share(g['ambiguous'])} ambiguous, "
                 f"{share(g['external'])} external, {share(g['unknown'])} unknown); "

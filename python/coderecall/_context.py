@@ -33,6 +33,7 @@ from ._graph import (
     neighbourhood,
     short_callee,
 )
+from ._results import counted
 from ._tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
@@ -50,7 +51,9 @@ _CALL_WINDOW = 2
 _SIGNATURE_LINES = 3
 _HEAD_LINES = 30
 _MIN_CUT_TOKENS = 60
-"""An item is cut to fit only if at least this much of it can be shown."""
+"""An item is cut to fit only if at least this much of it can be shown..."""
+_MIN_FIRST_CUT_TOKENS = 16
+"""...unless nothing is packed yet: a few lines of the best evidence beat an empty pack."""
 _DROPPED_NOTE_TOKENS = 24
 _NOTES_SHARE = 4
 """The notes take at most 1/4 of the budget: they qualify the evidence, never replace it."""
@@ -339,7 +342,7 @@ def _path(graph: CallGraph, lines: LineReader, path: str, notes: list[str]) -> l
                 1,
                 max(n["end_line"] for n in outline),
                 "",
-                f"outline: {len(outline)} definitions",
+                f"outline: {counted(len(outline), 'definition')}",
                 "\n".join(listing),
                 may_cut=True,
             )
@@ -419,7 +422,8 @@ def _pack(
         room = min(budget - used, share) if len(ordered) > 1 and c.may_cut else budget - used
         if item.tokens > room:
             header_tokens = counter.count(item.header() + "\n… (cut to fit the budget)\n")
-            if c.may_cut and room - header_tokens >= _MIN_CUT_TOKENS:
+            least = _MIN_CUT_TOKENS if items else _MIN_FIRST_CUT_TOKENS
+            if c.may_cut and room - header_tokens >= least:
                 text = counter.truncate(c.text, room - header_tokens - 2)
                 item = _evidence(c, text, True, counter.count)
                 truncated = True

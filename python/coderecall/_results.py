@@ -12,6 +12,11 @@ from typing import Any
 __all__ = ["EmbeddingEstimate", "HealthReport", "IndexReport", "IndexStatus", "SearchHit"]
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 file``, ``2,048 files``: a count and its noun for people to read."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     """One search result: a chunk of a file, best first in a result list."""

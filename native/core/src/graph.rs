@@ -37,6 +37,8 @@ pub struct GraphFile {
     pub symbols: Vec<Symbol>,
     /// References as stored ([`crate::refs::encode`]).
     pub refs: Vec<u8>,
+    /// Lines of the file: where its module node ends.
+    pub lines: u32,
 }
 
 impl GraphFile {
@@ -50,6 +52,7 @@ impl GraphFile {
             language,
             symbols: parsed.symbols,
             refs: crate::refs::encode(&parsed.refs),
+            lines: u32::try_from(crate::chunk::line_starts(source).len()).unwrap_or(u32::MAX),
         })
     }
 }
@@ -247,7 +250,7 @@ impl Graph {
                 local_path: String::new(),
                 kind: ChunkKind::Module,
                 start_line: 1,
-                end_line: u32::MAX,
+                end_line: f.lines.max(1),
                 parent: None,
                 owner: String::new(),
             });

@@ -1415,18 +1415,25 @@ impl Store {
     /// Every file of a view with its definitions and stored references, for the call graph.
     pub fn graph_files(&self, view_id: i64) -> Result<Vec<crate::graph::GraphFile>> {
         let mut stmt = self.conn.prepare(
-            "SELECT v.path, v.file_hash, f.language, f.refs, f.outline FROM view_files v
+            "SELECT v.path, v.file_hash, f.language, f.refs, f.outline, f.lines FROM view_files v
              JOIN files f ON f.hash = v.file_hash WHERE v.view_id = ?1",
         )?;
-        type Row = (String, i64, String, Option<Vec<u8>>, Option<Vec<u8>>);
+        type Row = (String, i64, String, Option<Vec<u8>>, Option<Vec<u8>>, u32);
         let rows = stmt.query_map([view_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
         })?;
         let files: Vec<Row> = rows.collect::<rusqlite::Result<_>>()?;
         let store = self.path.as_path();
         files
             .into_par_iter()
-            .filter_map(|(path, hash, language, refs, outline)| {
+            .filter_map(|(path, hash, language, refs, outline, lines)| {
                 let language = Language::from_name(&language)?;
                 let symbols = decoded(store, hash, outline.as_deref(), crate::outline::decode);
                 Some(symbols.map(|o| crate::graph::GraphFile {
@@ -1434,6 +1441,7 @@ impl Store {
                     symbols: o.symbols,
                     refs: refs.unwrap_or_default(),
                     path,
+                    lines,
                 }))
             })
             .collect()

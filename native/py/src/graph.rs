@@ -29,7 +29,7 @@ impl CallGraph {
         d.set_item("symbol_path", g.symbol_path(id))?;
         d.set_item("kind", n.kind.name())?;
         d.set_item("start_line", n.start_line)?;
-        d.set_item("end_line", n.end_line.min(u32::MAX >> 1))?;
+        d.set_item("end_line", n.end_line)?;
         let (callers, callees) = g.degree(id);
         d.set_item("callers", callers)?;
         d.set_item("callees", callees)?;
