@@ -70,6 +70,7 @@ impl From<crate::bm25::Bm25Error> for Error {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

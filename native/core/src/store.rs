@@ -1419,16 +1419,7 @@ impl Store {
              JOIN files f ON f.hash = v.file_hash WHERE v.view_id = ?1",
         )?;
         type Row = (String, i64, String, Option<Vec<u8>>, Option<Vec<u8>>, u32);
-        let rows = stmt.query_map([view_id], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-            ))
-        })?;
+        let rows = stmt.query_map([view_id], |r| Row::try_from(r))?;
         let files: Vec<Row> = rows.collect::<rusqlite::Result<_>>()?;
         let store = self.path.as_path();
         files
@@ -1703,14 +1694,7 @@ fn decoded<T>(
 type EntryRow = (i64, String, i64, String, i64, i64);
 
 fn entry_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EntryRow> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-    ))
+    EntryRow::try_from(r)
 }
 
 /// Removes a view and its paths; its file versions no other view holds become orphans,
