@@ -108,6 +108,30 @@ def test_a_query_with_bytes_that_are_not_utf8_is_searched(project: Path) -> None
     assert "auth.py" in context.stdout
 
 
+def test_a_command_run_in_a_sub_folder_serves_the_whole_project(
+    project: Path, tmp_path: Path
+) -> None:
+    assert run("index", "--json", cwd=project).returncode == 0
+    below = project / "src" / "shop"
+    found = run("search", "compute invoice total", "--json", cwd=below)
+    assert found.returncode == 0, found.stderr
+    assert "src/shop/billing.py" in [hit["path"] for hit in json.loads(found.stdout)]
+    status = run("status", "--json", cwd=below)
+    assert json.loads(status.stdout)["root"] == str(project)
+
+    # A folder without a marker, indexed once with --force-root, needs it no more.
+    notes = tmp_path / "notes"
+    (notes / "2026").mkdir(parents=True)
+    (notes / "2026" / "plan.md").write_text("# Plan\n\nShip the invoice exporter.\n")
+    refused = run("index", cwd=notes)
+    assert refused.returncode == 1
+    assert "--force-root" in refused.stderr
+    assert run("index", "--force-root", cwd=notes).returncode == 0
+    again = run("search", "invoice exporter", "--json", cwd=notes / "2026")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)[0]["path"] == "2026/plan.md"
+
+
 def test_peek_is_search_without_the_text(project: Path) -> None:
     query = ["refresh the access token", "--path", str(project), "--json"]
     peeked = json.loads(run("peek", *query).stdout)

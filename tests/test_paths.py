@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from coderecall import Config, Error, RootRefusedError
-from coderecall._paths import check_root, find_git, find_index_dir
+from coderecall._paths import check_root, find_git, find_index_dir, project_root
 from helpers import MakeRepo, git
 
 
@@ -118,3 +118,29 @@ def test_project_markers_are_accepted(tmp_path: Path, marker: str) -> None:
 def test_subfolder_of_a_repository_is_accepted(make_repo: MakeRepo) -> None:
     root = make_repo({"docs/guide.txt": "hello\n"})
     check_root(root / "docs")
+
+
+def test_the_project_of_a_folder_is_the_nearest_one_upwards_with_a_marker(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo({"src/shop/auth.py": "x = 1\n", "packages/web/package.json": "{}\n"})
+    assert project_root(repo / "src" / "shop") == repo
+    assert project_root(repo) == repo
+    assert project_root(repo / "packages" / "web") == repo / "packages" / "web"
+
+    # A folder indexed once with force keeps its local index: that marks it from then on.
+    notes = tmp_path / "notes"
+    (notes / "2026").mkdir(parents=True)
+    assert project_root(notes / "2026") == notes / "2026"
+    with pytest.raises(RootRefusedError):
+        check_root(notes)
+    (notes / ".coderecall").mkdir()
+    assert project_root(notes / "2026") == notes
+    check_root(notes)
+
+    # A marker in the home folder (a dotfiles repository) never captures what lies below it.
+    home = tmp_path / "home"
+    (home / "projects" / "loose").mkdir(parents=True)
+    (home / ".git").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert project_root(home / "projects" / "loose") == home / "projects" / "loose"

@@ -23,6 +23,7 @@ from . import _hooks as hooks
 from ._errors import Error, IndexCorruptError, QueryError
 from ._logs import detach_all_file_logs
 from ._native import __version__
+from ._paths import project_root
 from ._results import EmbeddingEstimate, IndexReport, IndexStatus, SearchHit, counted
 from ._stopwords import STOP_WORDS
 
@@ -39,6 +40,10 @@ __all__ = ["main"]
 
 _SNIPPET_LINES = 8
 _UNWRAPPED = 10_000  # console width for piped output
+ROOT_HELP = (
+    "project root (default: the nearest folder from . upwards holding .git, another project "
+    "marker or a local index)"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     index = commands.add_parser("index", help="build or update the index of a project")
-    index.add_argument("path", nargs="?", default=".", help="project root (default: .)")
+    index.add_argument("path", nargs="?", help=ROOT_HELP)
     index.add_argument("--force", action="store_true", help="re-read every file")
     index.add_argument(
         "--estimate",
@@ -127,14 +132,14 @@ def _parser() -> argparse.ArgumentParser:
     similar.set_defaults(command=_similar)
 
     status = commands.add_parser("status", help="show what the index holds")
-    status.add_argument("--path", default=".", help="project root (default: .)")
+    status.add_argument("--path", help=ROOT_HELP)
     _common(status)
     status.set_defaults(command=_status)
 
     watch = commands.add_parser(
         "watch", help="keep the index current while files change, until Ctrl-C"
     )
-    watch.add_argument("path", nargs="?", default=".", help="project root (default: .)")
+    watch.add_argument("path", nargs="?", help=ROOT_HELP)
     watch.add_argument(
         "--debounce",
         type=_seconds,
@@ -147,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     health = commands.add_parser(
         "health", help="check the index against its source of truth; --repair rebuilds"
     )
-    health.add_argument("--path", default=".", help="project root (default: .)")
+    health.add_argument("--path", help=ROOT_HELP)
     health.add_argument(
         "--repair",
         action="store_true",
@@ -164,7 +169,7 @@ def _parser() -> argparse.ArgumentParser:
         "path",
         nargs="?",
         help="project root (default: the host's project folder from $CODERECALL_ROOT, "
-        "$CLAUDE_PROJECT_DIR or $WORKSPACE_FOLDER_PATHS, else .)",
+        "$CLAUDE_PROJECT_DIR or $WORKSPACE_FOLDER_PATHS, else the project holding .)",
     )
     mcp.add_argument(
         "--transport",
@@ -245,7 +250,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _result_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--path", default=".", help="project root (default: .)")
+    parser.add_argument("--path", help=ROOT_HELP)
     parser.add_argument("-n", "--limit", type=_positive_int, help="number of results")
     parser.add_argument(
         "--lang", action="append", help="only this language (repeatable)", metavar="LANG"
@@ -313,7 +318,8 @@ def _print_json(data: Any) -> None:
 def _open_index(args: argparse.Namespace) -> CodeIndex:
     from ._index import CodeIndex
 
-    return CodeIndex(args.path, force=args.force_root)
+    root = args.path if args.path is not None else project_root()
+    return CodeIndex(root, force=args.force_root)
 
 
 def _index(args: argparse.Namespace) -> int:
@@ -615,7 +621,7 @@ def host_root() -> str:
         value = os.environ.get(name, "").strip()
         if value:
             return value.split(",")[0].split(os.pathsep)[0].strip() or "."
-    return "."
+    return str(project_root())
 
 
 def _print_status(console: Console, status: IndexStatus) -> None:

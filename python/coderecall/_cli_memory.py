@@ -19,8 +19,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._cli import _positive_int, _print_json, _print_rows, _stdout
+from ._cli import ROOT_HELP, _positive_int, _print_json, _print_rows, _stdout
 from ._errors import QueryError
+from ._paths import project_root
 
 if TYPE_CHECKING:  # the store is imported when a memory command runs, not for every command
     from rich.console import Console
@@ -109,7 +110,7 @@ def register(commands: Any) -> None:
 
 
 def _options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", default=".", metavar="PATH", help="project root (default: .)")
+    parser.add_argument("--root", metavar="PATH", help=ROOT_HELP)
     parser.add_argument(
         "--memory",
         metavar="PATH",
@@ -163,7 +164,7 @@ def _open(args: argparse.Namespace) -> MemoryStore:
     MCP server does)."""
     from ._index import CodeIndex
 
-    root = Path(args.root).expanduser()
+    root = Path(args.root).expanduser() if args.root is not None else project_root()
     if not root.is_dir():
         raise FileNotFoundError(errno.ENOENT, "no such project folder", str(root))
     return CodeIndex(root, force=True).memory(path=args.memory)

@@ -7,6 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ._cli import (
+    ROOT_HELP,
     _common,
     _escape,
     _open_index,
@@ -92,7 +93,7 @@ def register(commands: Any) -> None:
 
 
 def _project(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--path", default=".", help="project root (default: .)")
+    parser.add_argument("--path", help=ROOT_HELP)
     _common(parser)
 
 

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ._errors import Error
+from ._paths import project_root
 
 if TYPE_CHECKING:  # loaded by a hook that runs: the CLI builds its parser from this module
     from ._memory import MemoryStore
@@ -105,6 +106,8 @@ def run_hook(
         raise _HookError("the hook payload has no session_id")
     cwd = _text(payload, "cwd") or "."
     root = Path(cwd).expanduser()
+    if root.is_dir():  # the host's folder may be a sub-folder of the project
+        root = project_root(root)
     from ._memory import MemoryStore
     from ._sessions import Sessions
 

@@ -23,6 +23,7 @@ __all__ = [
     "check_root",
     "find_git",
     "find_index_dir",
+    "project_root",
 ]
 
 LOCAL_INDEX_DIR = ".coderecall"
@@ -132,7 +133,8 @@ def check_root(root: Path, *, force: bool = False) -> None:
 
     Refused: the file-system root, the home directory, and a folder that neither holds a
     project marker (:data:`PROJECT_MARKERS`, ``*.sln``) nor lies inside a git work tree (a
-    sub-folder of a repository is part of a project). ``force`` skips every check.
+    sub-folder of a repository is part of a project) nor holds a local index (one forced
+    index is enough). ``force`` skips every check.
     """
     if force:
         return
@@ -142,13 +144,30 @@ def check_root(root: Path, *, force: bool = False) -> None:
         raise RootRefusedError(f"refusing to index the file-system root {root}; {hint}", root=root)
     if root == Path(os.path.realpath(Path.home())):
         raise RootRefusedError(f"refusing to index the home directory {root}; {hint}", root=root)
-    if _has_marker(root) or find_git(root) is not None:
+    if _has_marker(root) or find_git(root) is not None or (root / LOCAL_INDEX_DIR).is_dir():
         return
     raise RootRefusedError(
         f"{root} has no project marker (.git, pyproject.toml, package.json, Cargo.toml, go.mod,"
         f" Makefile, .coderecall.toml, ...); {hint}",
         root=root,
     )
+
+
+def project_root(start: str | os.PathLike[str] = ".") -> Path:
+    """The project a command run in ``start`` means, as git and cargo find theirs: the nearest
+    folder from ``start`` upwards that holds a project marker (``.git`` among them) or a local
+    index (``.coderecall/``, left by an index of a folder that needed ``force``). The search
+    stops below the home directory and the file-system root, so a dotfiles repository in
+    ``~`` never captures a folder under it; ``start`` itself when nothing is found.
+    """
+    start_path = Path(os.path.abspath(start))
+    home = Path(os.path.abspath(Path.home()))
+    for folder in (start_path, *start_path.parents):
+        if folder == home or folder.parent == folder:
+            break
+        if _has_marker(folder) or (folder / LOCAL_INDEX_DIR).is_dir():
+            return folder
+    return start_path
 
 
 def _has_marker(root: Path) -> bool:
