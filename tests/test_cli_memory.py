@@ -366,6 +366,57 @@ def test_forgetting_a_forgotten_record_keeps_its_first_reason(cli: Cli) -> None:
     assert ok(cli, "show", str(record))[0]["forget_reason"] == "wrong"
 
 
+def test_an_export_merges_into_a_database_with_memories_of_its_own(
+    cli: Cli, root: Path, db: Path, tmp_path: Path
+) -> None:
+    laptop = tmp_path / "laptop.db"
+    with MemoryStore(root, path=laptop) as store:
+        sessions = Sessions(store)
+        event = sessions.record("s-laptop", "decision", "Keep tokens for one hour.", remember=True)
+        assert event is not None
+        (remembered,) = store.records()
+        newer = store.supersede(remembered.id, "Keep tokens for thirty minutes.")
+        with (tmp_path / "laptop.jsonl").open("w", encoding="utf-8") as out:
+            store.export(out)
+    with MemoryStore(root, path=db) as store:  # the desktop: ids 1 and up are taken
+        Sessions(store).record("s-desktop", "prompt", "Fix the flaky checkout test.")
+        own = store.add("Checkout retries twice on timeout.", "error-solution").record
+        assert own is not None
+
+    export = str(tmp_path / "laptop.jsonl")
+    code, _, err = cli("import", export)
+    assert code == 1
+    assert "memory import --merge" in err
+    merged = ok(cli, "import", export, "--merge")
+    assert merged == {"imported": {"records": 2, "sessions": 1, "events": 1}}
+    assert ok(cli, "import", export, "--merge") == {
+        "imported": {"records": 0, "sessions": 0, "events": 0}
+    }
+
+    with MemoryStore(root, path=db) as store:
+        current = {r.text: r for r in store.records()}
+        assert set(current) == {
+            "Checkout retries twice on timeout.",
+            "Keep tokens for thirty minutes.",
+        }
+        assert current["Checkout retries twice on timeout."].id == own.id
+        moved = current["Keep tokens for thirty minutes."]
+        assert moved.id != newer.id  # the desktop's ids were taken
+        chain = store.history(moved.id)
+        assert [r.text for r in chain] == [
+            "Keep tokens for one hour.",
+            "Keep tokens for thirty minutes.",
+        ]
+        (source,) = chain[0].events
+        (decision,) = Sessions(store).events("s-laptop")
+        assert source == str(decision.id)
+        assert decision.text == "Keep tokens for one hour."
+        assert [e.text for e in Sessions(store).events("s-desktop")] == [
+            "Fix the flaky checkout test."
+        ]
+        assert [h.id for h in store.search("tokens thirty minutes")] == [moved.id]
+
+
 def test_export_import_round_trip_is_byte_identical(
     cli: Cli, root: Path, db: Path, tmp_path: Path
 ) -> None:

@@ -105,6 +105,11 @@ def register(commands: Any) -> None:
         "import", help="records, sessions and events from an export (ids kept)"
     )
     load.add_argument("file", help="JSON Lines file, or - for stdin")
+    load.add_argument(
+        "--merge",
+        action="store_true",
+        help="join a database with memories of its own: new ids, links kept, nothing twice",
+    )
     _options(load)
     load.set_defaults(command=_import)
 
@@ -339,10 +344,10 @@ def _import(args: argparse.Namespace) -> int:
 
     with _open(args) as store:
         if args.file == "-":
-            counts = import_memory(store, sys.stdin)
+            counts = import_memory(store, sys.stdin, merge=args.merge)
         else:
             with open(args.file, encoding="utf-8") as lines:
-                counts = import_memory(store, lines)
+                counts = import_memory(store, lines, merge=args.merge)
     if args.json:
         _print_json({"imported": counts.to_dict()})
     else:

@@ -1031,14 +1031,15 @@ class MemoryStore:
 
         return export_memory(self, out).records
 
-    def import_(self, lines: Iterable[str]) -> int:
+    def import_(self, lines: Iterable[str], *, merge: bool = False) -> int:
         """Lines written by :meth:`export` (or by older versions: records only), with their
         ids, timestamps and links, in one transaction; a row whose id exists already must be
-        identical. Returns how many records were added
-        (:func:`coderecall._memory_io.import_memory` counts every table)."""
+        identical. With ``merge``, into a database with memories of its own: new rows get new
+        ids, links follow, rows already stored are not added twice. Returns how many records
+        were added (:func:`coderecall._memory_io.import_memory` counts every table)."""
         from ._memory_io import import_memory  # built on the store
 
-        return import_memory(self, lines).records
+        return import_memory(self, lines, merge=merge).records
 
     # -- internals ---------------------------------------------------------------------
 

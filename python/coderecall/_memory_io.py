@@ -95,11 +95,19 @@ def export_memory(store: MemoryStore, out: IO[str]) -> TableCounts:
     return TableCounts(**counts)
 
 
-def import_memory(store: MemoryStore, lines: Iterable[str]) -> TableCounts:
+def import_memory(store: MemoryStore, lines: Iterable[str], *, merge: bool = False) -> TableCounts:
     """Lines of :func:`export_memory` (or of older versions: records only, times to the
     microsecond) into ``store``'s database, ids and values kept, in one transaction. A row
     whose id exists already must be identical (a session's ``snapshot`` cache aside), else a
-    :class:`QueryError` names the line and nothing is written. Returns the rows added."""
+    :class:`QueryError` names the line and nothing is written. Returns the rows added.
+
+    With ``merge``, the export joins a database that has memories of its own (another
+    machine's, say): events and records get new ids where they are new, and the links
+    between them (a record's source events, ``superseded_by``) follow; a row equal to a stored
+    one (same text, kind and time) is not added twice, so merging the same export again adds
+    nothing, and a session already stored keeps its stored row."""
+    if merge:
+        return _merge(store, lines)
     added = dict.fromkeys(("records", *_COLUMNS), 0)
     with store._db.write() as conn:
         conn.execute("PRAGMA defer_foreign_keys = ON")  # superseded_by may point forward
@@ -112,23 +120,81 @@ def import_memory(store: MemoryStore, lines: Iterable[str]) -> TableCounts:
                 f"SELECT {names} FROM {table} WHERE id = ?", (row["id"],)
             ).fetchall()
             if not stored:
-                marks = ", ".join("?" * len(row))
                 try:
-                    conn.execute(
-                        f"INSERT INTO {table} ({names}) VALUES ({marks})", tuple(row.values())
-                    )
+                    _insert(conn, table, row)
                 except sqlite3.IntegrityError as exc:  # what the checks above let through
                     raise QueryError(f"line {number}: {exc}") from None
                 added[table] += 1
             elif _differs(table, dict(stored[0]), row, coarse):
                 raise QueryError(
                     f"line {number}: {table[:-1]} {row['id']!r} differs from the stored one"
+                    " (this database has memories of its own: merge the export instead, with"
+                    " `coderecall memory import --merge`)"
                 )
         # A dangling link would only fail at COMMIT, after the rollback had its chance.
         broken = conn.execute("PRAGMA foreign_key_check(records)").fetchall()
         if broken:
             raise QueryError(f"record {broken[0]['rowid']} is superseded by a record not imported")
     return TableCounts(**added)
+
+
+_SAME_EVENT = ("session", "origin", "kind", "text", "at")
+_SAME_RECORD = ("project", "scope", "type", "text", "created_at", "forgotten_at")
+"""What makes an imported row the same as a stored one when merging (ids aside)."""
+
+
+def _merge(store: MemoryStore, lines: Iterable[str]) -> TableCounts:
+    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in _NOUNS}
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            table, row, _ = _parse_line(number, line)
+            tables[table].append(row)
+    added = dict.fromkeys(_NOUNS, 0)
+    with store._db.write() as conn:
+        for row in tables["sessions"]:
+            if not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (row["id"],)).fetchall():
+                _insert(conn, "sessions", row)
+                added["sessions"] += 1
+        events: dict[str, str] = {}
+        for row in tables["events"]:
+            new_id, fresh = _merged_row(conn, "events", row, _SAME_EVENT)
+            events[str(row["id"])] = str(new_id)
+            added["events"] += fresh
+        records: dict[int, int] = {}
+        for row in tables["records"]:
+            sources = [events.get(e, e) for e in json.loads(row["events"])]
+            row = {**row, "events": json.dumps(sources), "superseded_by": None}
+            records[row["id"]], fresh = _merged_row(conn, "records", row, _SAME_RECORD)
+            added["records"] += fresh
+        for row in tables["records"]:
+            later = row["superseded_by"]
+            if later is not None and later not in records:
+                raise QueryError(f"record {row['id']} is superseded by a record not imported")
+            if later is not None:
+                conn.execute(
+                    "UPDATE records SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
+                    (records[later], records[row["id"]]),
+                )
+    return TableCounts(**added)
+
+
+def _merged_row(
+    conn: sqlite3.Connection, table: str, row: dict[str, Any], same: tuple[str, ...]
+) -> tuple[int, bool]:
+    """The id ``row`` has in the database when merged, and whether it was added for that."""
+    match = " AND ".join(f"{name} IS ?" for name in same)
+    found = conn.execute(
+        f"SELECT id FROM {table} WHERE {match} ORDER BY id LIMIT 1", [row[n] for n in same]
+    ).fetchall()
+    if found:
+        return int(found[0][0]), False
+    return _insert(conn, table, {k: v for k, v in row.items() if k != "id"}), True
+
+
+def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
+    names, marks = ", ".join(row), ", ".join("?" * len(row))
+    cursor = conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", tuple(row.values()))
+    return int(cursor.lastrowid or 0)
 
 
 def _write_line(out: IO[str], data: Mapping[str, Any]) -> None:
