@@ -264,6 +264,9 @@ def test_show_history_timeline_and_forget(cli: Cli, root: Path, db: Path) -> Non
     code, out, _ = cli("show", str(later.id))
     assert "forgotten" in out
     assert "wrong: it retries three times" in out
+    code, out, _ = cli("timeline", str(later.id))
+    assert code == 0
+    assert out.splitlines()[-1].endswith("(forgotten: wrong: it retries three times)")
 
 
 def test_errors_are_one_line_and_non_zero(cli: Cli, root: Path, db: Path, tmp_path: Path) -> None:

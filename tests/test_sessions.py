@@ -352,6 +352,16 @@ def _busy_session(sessions: Sessions) -> None:
         sessions.record("s", "tool", f"ran step {n}\nall fine", meta={"tool": "Bash"}, at=next(at))
 
 
+def test_a_tool_named_in_its_own_output_is_named_once(sessions: Sessions) -> None:
+    # The tool hook writes "NAME: COMMAND" as the first line, and the name in meta.
+    sessions.record("s", "prompt", "Run the tests.")
+    sessions.record(
+        "s", "tool", "Bash: pytest -q\n3 passed\nERROR: one flaky", meta={"tool": "Bash"}
+    )
+    recent = sessions.snapshot("s", budget=4000).split("## Recent activity\n")[1].splitlines()
+    assert recent[-1] == "- [tool] Bash: pytest -q | ERROR: one flaky"
+
+
 def test_the_snapshot_has_its_sections_in_order_within_every_budget(sessions: Sessions) -> None:
     _busy_session(sessions)
     full = sessions.snapshot("s", budget=4000)

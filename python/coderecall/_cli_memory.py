@@ -304,7 +304,8 @@ def _timeline(args: argparse.Namespace) -> int:
     console = _stdout()
     for r in records:
         mark = ">" if r.id == args.id else " "
-        _line(console, r.id, r.type, r.created_at, r.text, r.tags, mark=mark)
+        text = r.text if r.forgotten_at is None else f"(forgotten: {r.forget_reason})"
+        _line(console, r.id, r.type, r.created_at, text, r.tags, mark=mark)
     if events:
         console.print("session events around it:", style="dim")
         for e in events:

@@ -832,7 +832,8 @@ def _tool_gist(event: SessionEvent) -> str:
     name = next(
         (v for k in ("tool", "name", "command") if isinstance(v := event.meta.get(k), str)), ""
     )
-    parts = [name.strip()] if name.strip() else []
+    named = name.strip() and not (lines and lines[0].lstrip().startswith(name.strip()))
+    parts = [name.strip()] if named else []  # hooks write "Bash: pytest" already
     if lines:
         parts.append(lines[0].strip())
         signal = next((line for line in lines[1:] if _signals(line)), None)
