@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -690,6 +692,64 @@ def test_progress_callback_ends_at_the_total(project: Path) -> None:
     assert len(calls) == len(set(calls)), "the callback only hears about changes"
 
 
+def test_names_that_are_not_utf8_are_skipped_and_the_rest_indexed(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    root = make_repo({"good.py": "def good_function():\n    pass\n"})
+    (Path(os.fsdecode(bytes(root) + b"/bad\xffname.py"))).write_text("def f():\n    pass\n")
+    folder = Path(os.fsdecode(bytes(root) + b"/dir\xfe"))
+    folder.mkdir()
+    (folder / "inside.py").write_text("def g():\n    pass\n")
+    with CodeIndex(root) as index:
+        report = index.index(progress=False)
+        assert report.skipped == {"name not UTF-8": 2}
+        assert sorted(report.skipped_examples["name not UTF-8"]) == [
+            "bad\ufffdname.py",
+            "dir\ufffd/",
+        ]
+        assert [h.path for h in index.search("good_function")] == ["good.py"]
+        # A watcher hands over such a path by itself: it is sorted the same way.
+        again = index.index(progress=False, paths=[str(folder / "inside.py")])
+        assert again.skipped == {"name not UTF-8": 1}
+        assert index.status().last_report is not None  # the report was stored as text
+
+    bad_root = Path(os.fsdecode(bytes(tmp_path) + b"/r\xff"))
+    bad_root.mkdir()
+    (bad_root / "pyproject.toml").write_text("")
+    with pytest.raises(RootRefusedError, match="not valid UTF-8"):
+        CodeIndex(bad_root)
+
+
+def test_a_file_with_only_cr_line_breaks_has_its_lines(make_repo: MakeRepo) -> None:
+    source = (
+        b"def cr_one():\r    return 1\r\rclass Holder:\r    def cr_two(self):\r        return 2\r"
+    )
+    root = make_repo({"cr.py": source})
+    with CodeIndex(root) as index:
+        index.index(progress=False)
+        (method,) = index.implementation_lookup("cr_two")
+        assert (method.start_line, method.end_line) == (5, 6)
+        assert method.content == "    def cr_two(self):\n        return 2"
+
+
+def test_a_progress_callback_that_raises_stops_the_run_before_the_lease_is_let_go(
+    make_repo: MakeRepo,
+) -> None:
+    root = make_repo(large_project(1500))
+
+    def fail(done: int, total: int) -> None:
+        raise RuntimeError("the display broke")
+
+    with CodeIndex(root) as index:
+        with pytest.raises(RuntimeError, match="the display broke"):
+            index.index(progress=fail)
+        # Nothing of the run is still writing once the caller has its error.
+        assert not [t for t in threading.enumerate() if t.name.startswith("coderecall-")]
+        report = index.index(progress=False, wait=False)
+        assert report.files_seen == len(large_project(1500))
+        assert index.health().ok
+
+
 @pytest.mark.parametrize("query", ["", "   ", "\n\t"])
 def test_empty_query_is_refused(index: CodeIndex, query: str) -> None:
     with pytest.raises(QueryError, match="empty") as caught:
@@ -702,6 +762,34 @@ def test_bad_search_arguments(index: CodeIndex) -> None:
         index.search("token", limit=0)
     with pytest.raises(QueryError, match="outside the root"):
         index.search("token", directory="../elsewhere")
+
+
+def test_numbers_past_what_the_core_holds_mean_all_and_strings_are_one_path(
+    index: CodeIndex, project: Path
+) -> None:
+    # 2**64 does not fit the core's integers: a limit that large means "all of them".
+    assert index.search("token", limit=2**64) == index.search("token", limit=1000)
+    with pytest.raises(QueryError, match="limit must be at least 1"):
+        index.implementation_lookup("refresh_access_token", limit=-1)
+    assert index.implementation_lookup("refresh_access_token", limit=10**30)
+    with pytest.raises(QueryError, match="past its end"):
+        index.find_similar(path="src/shop/auth.py", line=2**70)
+    edited = project / "src/shop/auth.py"
+    edited.write_text(edited.read_text() + "\n\ndef revoke_every_token():\n    pass\n")
+    report = index.index(progress=False, paths="src/shop/auth.py")  # not "s", "r", "c", ...
+    assert (report.files_seen, report.files_parsed) == (1, 1)
+    assert index.index(progress=False, paths=project / "src").files_seen > 1
+
+
+def test_configured_sizes_and_counts_past_the_core_are_no_cap(project: Path) -> None:
+    (project / ".coderecall.toml").write_text(
+        'limit = 99999999999999999999\nmax-file-size = "99999999999999999999GB"\n'
+    )
+    with CodeIndex(project) as index:
+        assert index.index(progress=False).files_seen == SAMPLE_FILES + 1  # and the config
+        assert index.search("token")
+    with pytest.raises(TypeError, match="config must be a Config or a mapping"):
+        CodeIndex(project, [1, 2])  # type: ignore[arg-type]
 
 
 def test_unknown_language_or_kind_is_a_query_error(index: CodeIndex) -> None:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -1052,3 +1052,25 @@ def test_saving_a_lexicon_clears_what_killed_savers_left(db: Path, builds: list[
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         [young.name, store._lexicon_file()[0].name]
     )
+
+
+def test_filters_read_their_values_as_writes_store_them(store: MemoryStore) -> None:
+    written = store.add("We chose SQLite for the cache.", "Decision", tags="storage").record
+    assert written is not None
+    assert (written.type, written.tags) == ("decision", ("storage",))  # one tag, not letters
+    assert [h.id for h in store.search("sqlite", type="Decision")] == [written.id]
+    assert [r.id for r in store.records(type=["DECISION"])] == [written.id]
+    assert [h.id for h in store.search("sqlite", tags=["", " storage "])] == [written.id]
+    assert [h.id for h in store.search("sqlite", tags="storage", limit=10**30)] == [written.id]
+    calls: list[tuple[Callable[[], object], str]] = [
+        (
+            lambda: store.search("sqlite", scope="global"),  # type: ignore[arg-type]
+            "scope must be 'user' or 'project'",
+        ),
+        (lambda: store.search("sqlite", type="Bad Type!"), "bad memory type"),
+        (lambda: store.timeline(written.id, before=-1), "must be 0 or more"),
+        (lambda: store.add("x", privacy="secret"), "unknown privacy level"),
+    ]
+    for call, message in calls:
+        with pytest.raises(QueryError, match=message):
+            call()

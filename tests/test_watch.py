@@ -358,6 +358,14 @@ def watch_threads() -> list[threading.Thread]:
     return [thread for thread in threading.enumerate() if thread.name == "coderecall-watch"]
 
 
+def test_waiting_on_a_watcher_never_started_is_an_error(index: CodeIndex) -> None:
+    watcher = Watcher(index)
+    with pytest.raises(RuntimeError, match="never started"):
+        watcher.wait_idle(TIMEOUT)
+    watcher.stop()
+    assert not watcher.wait_idle(TIMEOUT)
+
+
 def test_stop_is_prompt_and_final(index: CodeIndex) -> None:
     watcher = index.watch()
     assert watcher.wait_idle(TIMEOUT)

@@ -25,6 +25,9 @@ which are the same strings the core uses for what it skips later ("binary", "no 
 ``"unreadable"``
     a directory that cannot be listed, an entry that cannot be stat'ed, or something that is
     not a regular file (a FIFO or a device would block or never end when read).
+``"name not UTF-8"``
+    a file or folder whose name is not valid UTF-8: the index stores paths as text. It is
+    listed with U+FFFD in place of each bad byte.
 
 :func:`collect_paths` sorts only some given paths (what a watcher saw change) by exactly these
 rules: one :class:`_Sorter` decides every entry for both, so a targeted update can never
@@ -47,8 +50,10 @@ import pathspec
 
 from ._config import Config
 from ._paths import LOCAL_INDEX_DIR, find_git, find_index_dir
+from ._unicode import is_storable, scrub
 
 __all__ = [
+    "SKIP_BAD_NAME",
     "SKIP_IGNORED",
     "SKIP_SYMLINK",
     "SKIP_TOO_LARGE",
@@ -64,6 +69,7 @@ SKIP_IGNORED = "ignored"
 SKIP_TOO_LARGE = "too large"
 SKIP_SYMLINK = "symlink"
 SKIP_UNREADABLE = "unreadable"
+SKIP_BAD_NAME = "name not UTF-8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +262,10 @@ class PathSorter:
         if entry.name == ".git":
             return False
         try:
+            if not is_storable(path):
+                folder = entry.is_dir(follow_symlinks=False)
+                self._skipped[SKIP_BAD_NAME].add(scrub(path) + ("/" if folder else ""))
+                return False
             if entry.is_dir(follow_symlinks=False):
                 reason = self._skips_folder(path, rules)
                 if reason:
@@ -391,8 +401,9 @@ def collect_paths(root: Path, config: Config, paths: Iterable[str]) -> Collectio
 def scope_of(paths: Iterable[str]) -> list[str] | None:
     """The normalised ``paths`` that :func:`collect_paths` gives the whole truth about (each
     stands for itself and everything below it), for reading the same part of the index;
-    ``None`` when the root itself is among them."""
-    given = sorted({_normal(path) for path in paths})
+    ``None`` when the root itself is among them. A path that is not UTF-8 is left out: the
+    index holds nothing under it."""
+    given = sorted({_normal(path) for path in paths if is_storable(path)})
     return None if "" in given else given
 
 

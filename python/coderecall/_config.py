@@ -323,6 +323,10 @@ _SIZE_UNITS = {
     "gib": 1024**3,
 }
 _SIZE_EXPECTED = 'a positive size in bytes, such as 1048576, "512KiB" or "2MB"'
+_MAX_SIZE = (1 << 63) - 1
+"""Larger sizes mean "no cap" all the same; the core holds sizes in 64 bits."""
+_MAX_COUNT = (1 << 31) - 1
+"""Larger counts (a limit of 10**20) mean "all of them"; the core holds counts in 32 bits."""
 
 
 def _to_size(value: object, source: _Source) -> int:
@@ -337,7 +341,7 @@ def _to_size(value: object, source: _Source) -> int:
         raise _InvalidValueError(_SIZE_EXPECTED)
     if size < 1:
         raise _InvalidValueError(_SIZE_EXPECTED)
-    return size
+    return min(size, _MAX_SIZE)
 
 
 _DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?\s*", re.IGNORECASE)
@@ -390,7 +394,7 @@ def _to_count(value: object, source: _Source) -> int:
             raise _InvalidValueError("a whole number of at least 1") from None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _InvalidValueError("a whole number of at least 1")
-    return value
+    return min(value, _MAX_COUNT)
 
 
 def _to_budget(value: object, source: _Source) -> int:

@@ -68,10 +68,12 @@ class QueryError(Error, ValueError):
 
 
 class RootRefusedError(Error):
-    """The folder is ``/``, the home directory, or has no project marker.
+    """The folder is ``/``, the home directory, or has no project marker; or its path is not
+    valid UTF-8.
 
     Indexing such a folder by accident would read a whole disk or home directory, so it needs
-    ``force=True`` (``--force-root`` on the command line).
+    ``force=True`` (``--force-root`` on the command line). A path that is not UTF-8 cannot be
+    stored: nothing overrides that.
     """
 
     def __init__(self, message: str, *, root: Path):

@@ -36,6 +36,7 @@ __all__ = [
 Direction = Literal["callers", "callees", "both"]
 
 _MAX_DEPTH = 5
+_MAX_LIMIT = (1 << 31) - 1
 _CANDIDATES_SHOWN = 4
 _CALLEE_WIDTH = 48
 """Candidates of an ambiguous edge listed in its dict: enough to see what it may reach."""
@@ -213,7 +214,15 @@ def short_callee(text: str, width: int = _CALLEE_WIDTH) -> str:
 def _matches(graph: CallGraph, symbol: str, limit: int) -> list[GraphNodeDict]:
     if not symbol.strip():
         raise QueryError("the symbol is empty")
-    return graph.find(symbol.strip(), limit)
+    return graph.find(symbol.strip(), _checked_limit(limit))
+
+
+def _checked_limit(limit: int) -> int:
+    """``limit`` as the native graph takes it: at least 1, and any larger one than a graph
+    can hold means all."""
+    if limit < 1:
+        raise QueryError(f"limit must be at least 1, got {limit}")
+    return min(limit, _MAX_LIMIT)
 
 
 def definitions(
@@ -245,8 +254,7 @@ def neighbourhood(
         raise QueryError(f"direction must be callers, callees or both, got {direction!r}")
     if not 1 <= depth <= _MAX_DEPTH:
         raise QueryError(f"depth must be between 1 and {_MAX_DEPTH}, got {depth}")
-    if limit < 1:
-        raise QueryError(f"limit must be at least 1, got {limit}")
+    limit = _checked_limit(limit)
     found = _matches(graph, symbol, 6)
     if not found:
         raise QueryError(f"no definition of {symbol!r} in the index")

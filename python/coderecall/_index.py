@@ -28,7 +28,7 @@ from ._collect import collect, collect_paths, scope_of
 from ._config import Config, load_config
 from ._context import ContextPack, build_context
 from ._embedding import EmbeddingChoice, select_embedding
-from ._errors import IndexCorruptError, ProviderError, QueryError, StoreError
+from ._errors import IndexCorruptError, ProviderError, QueryError, RootRefusedError, StoreError
 from ._graph import (
     CallGraphResult,
     CallPath,
@@ -53,7 +53,7 @@ from ._results import (
     IndexStatus,
     SearchHit,
 )
-from ._unicode import scrub
+from ._unicode import is_storable, scrub
 
 if TYPE_CHECKING:
     from ._memory import MemoryStore
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = ["CodeIndex"]
 
 _EXAMPLES_PER_REASON = 5
+_MAX_LIMIT = (1 << 31) - 1
 _REBUILD_HINT = " (index at {}; `coderecall index --force` sets it aside and rebuilds)"
 _POLL_SECONDS = 0.05
 _LOCAL_BATCH = {"transformer": 64, "static": 4096}
@@ -145,6 +146,14 @@ class CodeIndex:
         if not resolved.is_dir():
             code = errno.ENOTDIR if resolved.exists() else errno.ENOENT
             raise OSError(code, f"{os.strerror(code)} (the root must be a directory)", str(path))
+        if not is_storable(str(resolved)):
+            raise RootRefusedError(
+                f"the root {scrub(str(resolved))} has a name that is not valid UTF-8; the index "
+                "stores paths as text: rename the folder",
+                root=resolved,
+            )
+        if config is not None and not isinstance(config, (Config, Mapping)):
+            raise TypeError(f"config must be a Config or a mapping, not {type(config).__name__}")
         check_root(resolved, force=force)
         self._root = resolved
         self._config = config if isinstance(config, Config) else load_config(resolved, config)
@@ -216,7 +225,7 @@ class CodeIndex:
         *,
         embed: bool = True,
         wait: bool | float = True,
-        paths: Iterable[str] | None = None,
+        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
     ) -> IndexReport:
         """Bring the index up to date with the files under the root.
 
@@ -240,6 +249,8 @@ class CodeIndex:
         longer exists (or is now ignored) leaves the index.
         """
         started = time.perf_counter()
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]  # one path, not its characters
         relative = None if paths is None else [self._relative(path) for path in paths]
         native = self._open(rebuild_broken=force)
         try:
@@ -628,6 +639,7 @@ class CodeIndex:
         if path is not None:
             if line is None or line < 1:
                 raise QueryError(f"a line number of at least 1 is needed with path, got {line}")
+            line = min(line, _MAX_LIMIT)  # past any file's end all the same
             relative = self._relative(path)
         filters = self._filters(limit, language, directory, kind, with_content)
         native = self._ready()
@@ -651,7 +663,7 @@ class CodeIndex:
         if limit < 1:
             raise QueryError(f"limit must be at least 1, got {limit}")
         return {
-            "limit": limit,
+            "limit": min(limit, _MAX_LIMIT),  # a larger one means "all of them" all the same
             "languages": _lowered(language),
             "directories": self._directories(directory),
             "kinds": _lowered(kind),
@@ -1014,8 +1026,9 @@ def _run_cancellable(
 
     A native call blocks signal handling for its duration, so Ctrl-C would only land after
     the whole call. Waiting here instead lets KeyboardInterrupt arrive at once; it cancels
-    the call, waits for it to unwind and propagates. ``poll`` feeds the progress display;
-    ``final`` is shown at the end, however quick the call was.
+    the call, waits for it to unwind and propagates, as does an exception of the progress
+    callback: the call must not outlive the write lease its caller holds. ``poll`` feeds the
+    progress display; ``final`` is shown at the end, however quick the call was.
     """
     outcome: list[_T | BaseException] = []
 
@@ -1033,7 +1046,7 @@ def _run_cancellable(
                 worker.join(_POLL_SECONDS)
                 if report is not None:
                     report(*poll())
-        except KeyboardInterrupt:
+        except BaseException:  # Ctrl-C, or the progress callback raised
             native.cancel()
             worker.join()
             raise

@@ -380,7 +380,10 @@ class MemoryStore:
         the embedding and a first near-duplicate scan. A refusal comes back as its result."""
         kind = _check_type(type)
         tags = _clean_tags(tags)
-        filtered = filter_text(text, tags=tags, level=privacy)
+        try:
+            filtered = filter_text(text, tags=tags, level=privacy)
+        except ValueError as exc:  # an unknown privacy level
+            raise QueryError(str(exc)) from None
         if filtered.blocked:
             return WriteResult("refused", None, reason="the record is tagged as blocked")
         clean = filtered.text.strip()
@@ -661,9 +664,10 @@ class MemoryStore:
         if not text:  # a listing: the window is the filter
             start = max(filter(None, (window[0], start)), default=None)
             end = min(filter(None, (window[1], end)), default=None)
-        candidates = self._filtered_ids(type, scope, tuple(tags), start, end, include_private)
+        candidates = self._filtered_ids(type, scope, _clean_tags(tags), start, end, include_private)
         if not candidates.times:
             return []
+        limit = min(limit, len(candidates.times))  # "all of them" may be any large number
         if not text:
             newest = sorted(candidates.times.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
             return self._hits([(i, 0.0, ()) for i, _ in newest])
@@ -719,6 +723,8 @@ class MemoryStore:
     def timeline(self, record_id: int, *, before: int = 5, after: int = 5) -> list[MemoryRecord]:
         """The records of this project written around ``record_id``, in time order (current
         ones, and the record itself whatever its state)."""
+        if before < 0 or after < 0:
+            raise QueryError(f"before and after must be 0 or more, got {before} and {after}")
         center = self._get_one(record_id)
         conn = self._conn()
         scope_sql = "(project = ? OR scope = 'user') AND privacy = 'public'"
@@ -879,10 +885,13 @@ class MemoryStore:
         if not include_private:
             sql.append("AND privacy = 'public'")
         if scope is not None:
+            if scope not in ("user", "project"):
+                raise QueryError(f"scope must be 'user' or 'project', got {scope!r}")
             sql.append("AND scope = ?")
             params.append(scope)
         if type is not None:
-            kinds = [type] if isinstance(type, str) else list(type)
+            # Names as add() stores them: "Decision" finds the decisions.
+            kinds = [_check_type(t) for t in ([type] if isinstance(type, str) else type)]
             sql.append(f"AND type IN ({','.join('?' * len(kinds))})")
             params.extend(kinds)
         return " ".join(sql), params
@@ -1366,9 +1375,10 @@ def _dedups(kind: str) -> bool:
     return kind != "session-summary"
 
 
-def _clean_tags(tags: Iterable[str]) -> tuple[str, ...]:
-    """Tags as stored: trimmed, storable, each once, in the order given."""
-    return tuple(dict.fromkeys(scrub(t.strip()) for t in tags if t.strip()))
+def _clean_tags(tags: str | Iterable[str]) -> tuple[str, ...]:
+    """Tags as stored: trimmed, storable, each once, in the order given (a string is one)."""
+    listed = (tags,) if isinstance(tags, str) else tags
+    return tuple(dict.fromkeys(scrub(t.strip()) for t in listed if t.strip()))
 
 
 def _check_type(kind: str) -> str:

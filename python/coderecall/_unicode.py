@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["scrub"]
+__all__ = ["is_storable", "scrub"]
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def is_storable(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8 as it is (it holds no lone surrogate)."""
+    return text.isascii() or _LONE_SURROGATE.search(text) is None
 
 
 def scrub(text: str) -> str:

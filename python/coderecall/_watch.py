@@ -313,10 +313,13 @@ class Watcher:
 
         Events still on their way from the operating system are not known yet: after
         writing files, wait at least the debounce time (plus the poll interval when
-        polling) before relying on this.
+        polling) before relying on this. A watcher never started raises ``RuntimeError``:
+        it would never become idle.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
+            if not self._started and not self._stopping:
+                raise RuntimeError("the watcher was never started: call start() first")
             while not self._idle():
                 if self._stopping:
                     return False

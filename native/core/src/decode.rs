@@ -19,7 +19,8 @@
 //! characters other than whitespace, U+FFFD; two pass in any file) are not text: binary data
 //! without a NUL in its head used to be caught by failing UTF-8, and still is. A byte-order
 //! mark is never part of the text. Lines are never merged or split, so line numbers match the
-//! file on disk.
+//! file on disk as editors show it: a file whose only line breaks are CRs (classic Mac OS)
+//! has them read as line breaks, as editors and Python do, not as one line.
 
 use std::borrow::Cow;
 
@@ -69,15 +70,25 @@ pub fn decode(bytes: &[u8]) -> Option<(Cow<'_, str>, Encoding)> {
             Encoding::Other(utf16),
         ),
         _ => match std::str::from_utf8(body) {
-            Ok(text) => return Some((Cow::Borrowed(text), Encoding::Utf8)),
+            Ok(text) => return Some((cr_lines(Cow::Borrowed(text)), Encoding::Utf8)),
             Err(_) => legacy(body, marked.is_some()),
         },
     };
+    let text = cr_lines(text);
     let (chars, odd) = text.chars().fold((0, 0), |(n, odd), c| {
         (n + 1, odd + usize::from(not_text(c)))
     });
     // Two such characters pass in any file: a short one is judged by its share.
     (odd * 50 <= chars.max(100)).then_some((text, encoding))
+}
+
+/// `text` with its CRs as LFs when CRs are its only line breaks; as it is otherwise (the
+/// common case costs a search for the first LF).
+fn cr_lines(text: Cow<'_, str>) -> Cow<'_, str> {
+    if text.contains('\n') || !text.contains('\r') {
+        return text;
+    }
+    Cow::Owned(text.replace('\r', "\n"))
 }
 
 /// Characters that text does not hold: controls other than whitespace (tab, line breaks,
@@ -196,6 +207,21 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_whose_only_line_breaks_are_crs_has_lines() {
+        let (text, how) = decode(b"def one():\r    return 1\r\rdef two():\r").unwrap();
+        assert_eq!(text, "def one():\n    return 1\n\ndef two():\n");
+        assert_eq!(how, Encoding::Utf8);
+        // CRLF and a stray CR inside LF lines stay as written.
+        let (text, _) = decode(b"a\r\nb\rc\n").unwrap();
+        assert!(matches!(text, Cow::Borrowed("a\r\nb\rc\n")));
+        let (text, how) = decode(b"caf\xe9 = 1\rx = 2\r").unwrap();
+        assert_eq!(
+            (text.as_ref(), how.name()),
+            ("café = 1\nx = 2\n", Some("windows-1252"))
+        );
+    }
 
     #[test]
     fn utf8_is_borrowed_as_it_is() {
