@@ -435,3 +435,31 @@ def test_a_code_index_gives_its_project_memory_its_local_model(
         assert "semantic" in memory.search("how are user credentials stored")[0].channels
     with CodeIndex(root, {"embedding": {"provider": "none"}}) as lexical:
         assert lexical.memory(path=db).model is None
+
+
+class _Plain:
+    """An engine written the plain numpy way: float64 arrays, and lists."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float64]:
+        return np.full((len(texts), 4), self.value)  # float64, numpy's default
+
+    def embed_query(self, text: str) -> list[float]:
+        return [self.value] * 4
+
+
+def test_a_delegate_may_answer_float64_or_lists_but_never_nan() -> None:
+    plain = Embedder.delegate(_Plain(0.5), 4)
+    assert plain.embed(["a", "b"]).dtype == np.float32
+    assert plain.embed(["a", "b"]).shape == (2, 4)
+    assert plain.embed_query("a").tolist() == [0.5] * 4
+    broken = Embedder.delegate(_Plain(float("nan")), 4)
+    with pytest.raises(ValueError, match="returned a vector holding NaN or infinity"):
+        broken.embed(["a"])
+    with pytest.raises(ValueError, match="returned a vector holding NaN or infinity"):
+        broken.embed_query("a")
+    wrong = Embedder.delegate(_Plain(0.5), 3)
+    with pytest.raises(ValueError, match=r"returned an array of shape \[1, 4\], expected \[1, 3\]"):
+        wrong.embed(["a"])

@@ -572,7 +572,9 @@ def _health(args: argparse.Namespace) -> int:
         rows = [("index", str(report.index_dir))]
         rows += [("problem", problem) for problem in report.problems]
         rows += [("repaired", action) for action in report.repaired]
-        if report.ok:
+        if not report.exists:
+            rows.append(("state", "no index yet (`coderecall index` builds it)"))
+        elif report.ok:
             rows.append(("state", "healthy"))
         elif after.ok:
             rows.append(("state", "healthy after repair"))

@@ -358,8 +358,8 @@ class CodeIndex:
         called) and file versions that cannot be read back are dropped, their paths read
         again by the next :meth:`index`, under the write lease (``wait`` as in
         :meth:`index`). Damage to SQLite itself is reported, never repaired here:
-        ``index(force=True)`` sets such an index aside and rebuilds it. A root that was never
-        indexed reports that as its problem, and no index is created.
+        ``index(force=True)`` sets such an index aside and rebuilds it. A root never indexed
+        is reported with ``exists=False`` (and no problem), and no index is created.
         """
         try:
             native = self._open_existing()
@@ -373,9 +373,7 @@ class CodeIndex:
 
     def _health(self, native: NativeIndex | None, repair: bool, wait: bool | float) -> HealthReport:
         if native is None or native.status()["generation"] == 0:
-            return HealthReport(
-                self._index_dir, ("there is no index yet (`coderecall index` builds it)",), ()
-            )
+            return HealthReport(self._index_dir, (), (), exists=False)
         recorded = _recorded_embedding(native)
         model, dims = recorded.get("model_id"), recorded.get("dims")
         vectors = (

@@ -58,8 +58,8 @@ class ModelError(Error):
 class _EmbeddingTarget(Protocol):
     """What :meth:`Embedder.delegate` calls."""
 
-    def embed_documents(self, texts: list[str], /) -> npt.NDArray[np.float32]: ...
-    def embed_query(self, text: str, /) -> npt.NDArray[np.float32]: ...
+    def embed_documents(self, texts: list[str], /) -> npt.ArrayLike: ...
+    def embed_query(self, text: str, /) -> npt.ArrayLike: ...
 
 @final
 class Embedder:
@@ -86,10 +86,11 @@ class Embedder:
         ``model.safetensors``."""
     @staticmethod
     def delegate(target: _EmbeddingTarget, dims: int) -> Embedder:
-        """An engine implemented in Python: ``target.embed_documents(texts)`` returns a
-        ``float32`` array of shape ``(len(texts), dims)`` and ``target.embed_query(text)`` one
-        of shape ``(dims,)``, both L2-normalised. The index calls back with the GIL held;
-        whatever the target raises reaches the caller of the index unchanged."""
+        """An engine implemented in Python: ``target.embed_documents(texts)`` returns an
+        array (any array-like of numbers, cast to ``float32``) of shape ``(len(texts), dims)``
+        and ``target.embed_query(text)`` one of shape ``(dims,)``, both L2-normalised and
+        finite (else ``ValueError``). The index calls back with the GIL held; whatever the
+        target raises reaches the caller of the index unchanged."""
     @property
     def dims(self) -> int:
         """Length of every vector."""

@@ -218,6 +218,9 @@ class HealthReport:
     """Each problem found, in words; empty when the index is sound."""
     repaired: tuple[str, ...]
     """What a repair did (rebuilt derived files from the store, removed leftovers)."""
+    exists: bool = True
+    """Whether the root was ever indexed (a first index killed before it published counts as
+    never): with no index there is nothing to damage, and nothing was checked."""
 
     @property
     def ok(self) -> bool:
@@ -227,6 +230,7 @@ class HealthReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "index_dir": str(self.index_dir),
+            "exists": self.exists,
             "ok": self.ok,
             "problems": list(self.problems),
             "repaired": list(self.repaired),

@@ -80,10 +80,11 @@ impl Embedder {
         })
     }
 
-    /// An engine implemented in Python: `target.embed_documents(texts)` returns a `float32`
-    /// array of shape `(len(texts), dims)` and `target.embed_query(text)` one of shape
-    /// `(dims,)`, both L2-normalised. The index calls back with the GIL held; whatever the
-    /// target raises reaches the caller of the index unchanged.
+    /// An engine implemented in Python: `target.embed_documents(texts)` returns an array
+    /// (any array-like of numbers, cast to `float32`) of shape `(len(texts), dims)` and
+    /// `target.embed_query(text)` one of shape `(dims,)`, both L2-normalised and finite (else
+    /// `ValueError`). The index calls back with the GIL held; whatever the target raises
+    /// reaches the caller of the index unchanged.
     #[staticmethod]
     fn delegate(py: Python<'_>, target: Py<PyAny>, dims: usize) -> PyResult<Self> {
         if dims == 0 {
@@ -205,15 +206,39 @@ impl Delegate {
         Python::attach(call).map_err(|err| coderecall_core::Error::Embedder(Box::new(err)))
     }
 
-    fn wrong_shape(&self, py: Python<'_>, what: &str, got: &[usize], want: &[usize]) -> PyErr {
-        let target = self
-            .target
-            .bind(py)
-            .repr()
-            .map_or_else(|_| "the embedding delegate".to_owned(), |r| r.to_string());
-        pyo3::exceptions::PyValueError::new_err(format!(
-            "{target}.{what} returned an array of shape {got:?}, expected {want:?}"
-        ))
+    /// The vectors `target.what(arg)` returned, checked: any array-like of numbers (numpy's
+    /// default float64 too, cast as `numpy.asarray` casts), of the shape `want`, finite.
+    fn vectors<'py, D: numpy::ndarray::Dimension + 'py>(
+        &self,
+        py: Python<'py>,
+        what: &str,
+        arg: impl IntoPyObject<'py>,
+        want: &[usize],
+    ) -> PyResult<Vec<f32>> {
+        let out = self.target.bind(py).call_method1(what, (arg,))?;
+        let array: numpy::PyArrayLike<'py, f32, D, numpy::AllowTypeChange> = out.extract()?;
+        let view = array.as_array();
+        let problem = if view.shape() != want {
+            Some(format!(
+                "an array of shape {:?}, expected {want:?}",
+                view.shape()
+            ))
+        } else if !view.iter().all(|v| v.is_finite()) {
+            Some("a vector holding NaN or infinity".to_owned())
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            let target = self
+                .target
+                .bind(py)
+                .repr()
+                .map_or_else(|_| "the embedding delegate".to_owned(), |r| r.to_string());
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{target}.{what} returned {problem}"
+            )));
+        }
+        Ok(view.iter().copied().collect())
     }
 }
 
@@ -224,29 +249,13 @@ impl coderecall_core::embed::Embedder for Delegate {
 
     fn embed(&self, texts: &[&str]) -> coderecall_core::Result<Vec<f32>> {
         self.call(|py| {
-            let out = self
-                .target
-                .call_method1(py, "embed_documents", (texts.to_vec(),))?;
-            let array: PyReadonlyArray2<'_, f32> = out.extract(py)?;
-            let view = array.as_array();
             let want = [texts.len(), self.dims];
-            if view.shape() != want {
-                return Err(self.wrong_shape(py, "embed_documents", view.shape(), &want));
-            }
-            Ok(view.iter().copied().collect())
+            self.vectors::<numpy::Ix2>(py, "embed_documents", texts.to_vec(), &want)
         })
     }
 
     fn embed_query(&self, text: &str) -> coderecall_core::Result<Vec<f32>> {
-        self.call(|py| {
-            let out = self.target.call_method1(py, "embed_query", (text,))?;
-            let array: PyReadonlyArray1<'_, f32> = out.extract(py)?;
-            let view = array.as_array();
-            if view.shape() != [self.dims] {
-                return Err(self.wrong_shape(py, "embed_query", view.shape(), &[self.dims]));
-            }
-            Ok(view.iter().copied().collect())
-        })
+        self.call(|py| self.vectors::<numpy::Ix1>(py, "embed_query", text, &[self.dims]))
     }
 
     fn tokenize(&self, _texts: &[&str]) -> coderecall_core::Result<Vec<Vec<u32>>> {
