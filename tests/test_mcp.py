@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,11 +19,13 @@ import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
 import coderecall
 from coderecall import CodeIndex
-from coderecall._mcp import McpService, count_tokens
+from coderecall._errors import QueryError
+from coderecall._mcp import McpService, _tool, count_tokens
 from helpers import CALLS_PROJECT, HANDBOOK, SAMPLE_PROJECT, MakeRepo, write_files
 
 TOOLS = {
@@ -607,6 +609,55 @@ def test_service_cuts_whole_hits(make_repo: MakeRepo) -> None:
         assert cut["hits"] == complete["hits"][: len(cut["hits"])]
         tiny = json.loads(McpService(index, token_cap=5).status())
         assert tiny["truncated"] is True
+
+
+def test_one_item_past_the_cap_is_shortened_not_dropped(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODERECALL_MEMORY", str(tmp_path / "memory.db"))
+    body = "".join(f"    total_{n} = data[{n}] * {n}\n" for n in range(3000))
+    root = make_repo({"pyproject.toml": "", "report.py": f"def huge_report(data):\n{body}"})
+    with CodeIndex(root, {"embedding_provider": "none"}) as index:
+        index.index(progress=False)
+        service = McpService(index)
+        service.start()
+        assert service.wait_ready(60)
+        text = service.lookup("huge_report", 3, True)
+        assert count_tokens(text) <= service.token_cap
+        (found,) = json.loads(text)["definitions"]
+        assert found["content"].startswith("def huge_report(data):\n    total_0 = data[0] * 0")
+        assert found["content"].endswith(" … (cut to fit mcp-token-cap)")
+        assert json.loads(text)["truncated"] is True
+
+        long = " ".join(f"w{n}" for n in range(15_000))  # 93,889 characters
+        added = json.loads(service.memory_add(long, "observation", "project", None, None, False))
+        assert added["action"] == "added"
+        record = added["record"]["id"]
+        assert added["record"]["text"].endswith(" … (cut to fit mcp-token-cap)")
+        got = json.loads(service.memory_get([record, *range(10_000, 15_000)], False))
+        assert [r["id"] for r in got["records"]] == [record]
+        assert got["truncated"] is True
+
+        question = "where are totals computed " * 4000
+        asked = service.ask(question, 5)
+        assert count_tokens(asked) <= service.token_cap
+        assert json.loads(asked)["results"]
+
+
+def test_tool_errors_are_one_short_line_whatever_raised() -> None:
+    def raises(exc: BaseException) -> Callable[[], object]:
+        def work() -> object:
+            raise exc
+
+        return work
+
+    with pytest.raises(ToolError) as caught:
+        _tool(raises(QueryError("no definition of " + repr("x" * 100_000))))
+    assert len(str(caught.value)) <= 300
+    with pytest.raises(ToolError, match=r"^int too big to convert$"):
+        _tool(raises(OverflowError("int too big to convert")))
+    with pytest.raises(ToolError, match=r"^internal error: KeyError: 'limit'$"):
+        _tool(raises(KeyError("limit")))
 
 
 def test_service_answers_fit_every_cap(make_repo: MakeRepo) -> None:

@@ -1074,3 +1074,23 @@ def test_filters_read_their_values_as_writes_store_them(store: MemoryStore) -> N
     for call, message in calls:
         with pytest.raises(QueryError, match=message):
             call()
+
+
+def test_a_text_past_the_cap_is_refused_and_its_event_still_recorded(store: MemoryStore) -> None:
+    from coderecall._memory import MAX_TEXT_CHARS
+    from coderecall._sessions import Sessions
+
+    huge = "log line\n" * (MAX_TEXT_CHARS // 9 + 1)
+    refused = store.add(huge, "observation")
+    assert (refused.action, refused.record) == ("refused", None)
+    assert f"a memory holds at most {MAX_TEXT_CHARS:,}" in refused.reason
+    kept = store.add("x" * MAX_TEXT_CHARS, "observation")
+    assert kept.action == "added"
+    assert kept.record is not None
+    with pytest.raises(QueryError, match="at most"):
+        store.supersede(kept.record.id, huge)
+    sessions = Sessions(store)
+    event = sessions.record("s", "prompt", huge, remember=True)
+    assert event is not None
+    assert len(event.text) == len(huge.strip())
+    assert [r.id for r in store.records()] == [kept.record.id]

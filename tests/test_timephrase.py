@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from coderecall._errors import QueryError
 from coderecall._timephrase import (
     Resolved,
     _grammar,
@@ -392,3 +394,22 @@ def test_a_question_asks_how_long_by_its_opening_words(query: str, asks: bool) -
 )
 def test_a_text_tells_a_duration_by_a_count_and_a_unit(text: str, lasting: bool) -> None:
     assert tells_duration(text) is lasting
+
+
+def test_bounds_at_the_ends_of_the_calendar_and_bad_dates_say_why() -> None:
+    from coderecall._timephrase import parse_bound
+
+    assert parse_bound("9999-12-31", end=True) == datetime.max.replace(tzinfo=timezone.utc)
+    assert parse_bound("0001-01-01").year == 1
+    assert parse_bound("2026-03-05", end=True) - parse_bound("2026-03-05") == timedelta(days=1)
+    with pytest.raises(QueryError, match=r"not a date: '2026-13-01' \(month must be in 1\.\.12"):
+        parse_bound("2026-13-01")
+
+
+def test_since_after_until_is_an_error(tmp_path: Path) -> None:
+    from coderecall._memory import MemoryStore
+
+    with MemoryStore("github.com/acme/shop", path=tmp_path / "m.db") as store:
+        store.add("We chose SQLite.", "decision")
+        with pytest.raises(QueryError, match="must come before until"):
+            store.search("sqlite", since=datetime(2030, 1, 1), until=datetime(2020, 1, 1))

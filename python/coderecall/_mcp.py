@@ -222,7 +222,11 @@ class McpService:
         found = self._index.implementation_lookup(symbol, limit=limit, with_content=with_content)
         if not found:
             raise QueryError(f"no definition of {symbol!r} in the index")
-        return self._answer({"definitions": [d.to_dict() for d in found]}, cut="definitions")
+        return self._answer(
+            {"definitions": [d.to_dict() for d in found]},
+            cut="definitions",
+            hint="lower limit, or pass with_content=false for locations only",
+        )
 
     def call_graph(self, symbol: str, direction: Direction, depth: int, limit: int) -> str:
         self._searchable()
@@ -352,7 +356,8 @@ class McpService:
             data["unknown"] = unknown
         if private:
             data["private"] = private
-        return self._answer(data, cut="records", hint=_MEMORY_HINT, index=False)
+        lists = tuple(key for key in ("records", "unknown", "private") if key in data)
+        return self._answer(data, cut=lists, hint=_MEMORY_HINT, index=False)
 
     def memory_add(
         self,
@@ -386,7 +391,8 @@ class McpService:
         return self._answer({"forgotten": tombstone.to_dict()}, index=False)
 
     def memory_context(self, query: str | None, session: str | None, budget: int | None) -> str:
-        block = self.memory().context(query, session=session, budget=budget or _MEMORY_BUDGET)
+        budget = _MEMORY_BUDGET if budget is None else budget
+        block = self.memory().context(query, session=session, budget=budget)
         return self._answer(block.to_dict(), index=False)
 
     def ask(self, question: str, limit: int) -> str:
@@ -430,7 +436,9 @@ class McpService:
         """The JSON text of ``data`` with the stale flag (for answers from the ``index``),
         under the token cap: the lists under ``cut`` keep their first items, as many as fit
         (with several lists, the same number from each, so callers never crowd out callees;
-        ``hint`` says what to do about it); anything else too large is replaced by a note."""
+        ``hint`` says what to do about it); then the longest texts are shortened (a huge
+        function's content, a long record), marked as cut; what still does not fit is replaced
+        by a note."""
         if index and self.stale:
             data["stale"] = True
             data["stale_note"] = (
@@ -462,10 +470,13 @@ class McpService:
                     low = middle
                 else:
                     high = middle - 1
-            cut_to(low)
+            # One item too large on its own is shortened below, not dropped.
+            cut_to(max(low, 1))
             text = _dumps(data)
             if count_tokens(text) <= self._cap:
                 return text
+        if _shrink(data, self._cap):
+            return _dumps(data)
         return _dumps(
             {
                 "truncated": True,
@@ -521,18 +532,66 @@ def _fuse(memories: list[dict[str, Any]], code: list[dict[str, Any]]) -> list[di
     return [entry[3] for entry in fused]
 
 
+_CUT_MARK = " … (cut to fit mcp-token-cap)"
+_MIN_KEPT_CHARS = 200
+
+
+def _shrink(data: dict[str, Any], cap: int) -> bool:
+    """Shortens the longest texts of ``data`` in place until its JSON fits ``cap`` tokens;
+    whether it does. Each cut text ends with a mark saying so, and ``truncated`` is set."""
+    for _ in range(24):
+        tokens = count_tokens(_dumps(data))
+        if tokens <= cap:
+            return True
+        found = _longest_text(data)
+        if found is None:
+            return False
+        holder, key, text = found
+        keep = int(len(text) * cap / tokens * 0.9)
+        if keep < _MIN_KEPT_CHARS:
+            return False
+        holder[key] = text[:keep] + _CUT_MARK
+        data["truncated"] = True
+    return count_tokens(_dumps(data)) <= cap
+
+
+def _longest_text(node: Any) -> tuple[Any, Any, str] | None:
+    """The container, key and value of the longest string in ``node`` (dicts and lists, at
+    any depth) that is not cut already and is worth cutting."""
+    best: tuple[Any, Any, str] | None = None
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    for key, value in items:
+        if isinstance(value, str):
+            long = len(value) > _MIN_KEPT_CHARS * 2 and not value.endswith(_CUT_MARK)
+            if long and (best is None or len(value) > len(best[2])):
+                best = (node, key, value)
+        elif isinstance(value, (dict, list)):
+            inner = _longest_text(value)
+            if inner is not None and (best is None or len(inner[2]) > len(best[2])):
+                best = inner
+    return best
+
+
+_MAX_MESSAGE_CHARS = 300
+
+
 def _message(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return " ".join(text.splitlines())
+    """One line, and short: an error must not echo a 100,000-character argument back."""
+    text = " ".join((str(exc) or type(exc).__name__).splitlines())
+    return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 1] + "…"
 
 
 def _tool(work: Callable[[], _T]) -> _T:
     """Runs a tool body; what the caller got wrong or the index refused becomes a tool error
-    (``is_error`` with the message) rather than a crash."""
+    (``is_error`` with the message) rather than a crash. Anything else is a bug: logged with
+    its traceback, and answered in one line all the same."""
     try:
         return work()
-    except (Error, ValueError, OSError) as exc:
+    except (Error, ValueError, OSError, ArithmeticError) as exc:
         raise ToolError(_message(exc)) from None
+    except Exception as exc:
+        _log.exception("a tool failed")
+        raise ToolError(f"internal error: {type(exc).__name__}: {_message(exc)}") from None
 
 
 def build_server(service: McpService) -> MCPServer[Any]:

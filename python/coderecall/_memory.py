@@ -98,6 +98,10 @@ __all__ = [
 
 MAX_ID = (1 << 63) - 1
 """The largest record id SQLite can hold."""
+MAX_TEXT_CHARS = 100_000
+"""A record's text at most, after the privacy filter: a memory is a note, not a log. Every
+record is analysed by every new process that searches (hooks are one per prompt), so one
+10 MB record made each of them several seconds slower."""
 
 TYPES = (
     "project-brief",
@@ -395,6 +399,13 @@ class MemoryStore:
                 filtered.private_sections,
                 reason="nothing is left after the privacy filter",
             )
+        if len(clean) > MAX_TEXT_CHARS:
+            return WriteResult(
+                "refused",
+                None,
+                reason=f"the text has {len(clean):,} characters, a memory holds at most "
+                f"{MAX_TEXT_CHARS:,}: keep what matters, and say where the rest lives",
+            )
         project = self._scope_project(scope)
         # The comparison runs before the write lock is taken (on a snapshot), and again under
         # it only against what changed since, so writers queue for a moment, not a scan.
@@ -484,6 +495,8 @@ class MemoryStore:
         filtered = filter_text(new_text, tags=tags)
         if filtered.blocked or not filtered.text.strip():
             raise QueryError("the new text is blocked or empty after the privacy filter")
+        if len(filtered.text.strip()) > MAX_TEXT_CHARS:
+            raise QueryError(f"a memory holds at most {MAX_TEXT_CHARS:,} characters")
         level = "private" if old.privacy == "private" else filtered.level
         embedding = self._embed(filtered.text.strip(), level)
         now = _timestamp(None)
@@ -661,6 +674,10 @@ class MemoryStore:
         text = resolved.query.strip()
         window = (resolved.start, resolved.end) if resolved.phrase else (None, None)
         start, end = _aware(since), _aware(until)
+        if start is not None and end is not None and start >= end:
+            raise QueryError(
+                f"since ({start.isoformat()}) must come before until ({end.isoformat()})"
+            )
         if not text:  # a listing: the window is the filter
             start = max(filter(None, (window[0], start)), default=None)
             end = min(filter(None, (window[1], end)), default=None)

@@ -733,13 +733,24 @@ def parse_bound(text: str, *, end: bool = False) -> datetime:
     value = text.strip()
     try:
         if _ISO_DAY.fullmatch(value):
-            day = date.fromisoformat(value) + timedelta(days=1 if end else 0)
-            return datetime.combine(day, time()).astimezone()
+            day = date.fromisoformat(value)
+            if end and day == date.max:
+                return datetime.max.replace(tzinfo=timezone.utc)  # no midnight after it
+            return _local(datetime.combine(day + timedelta(days=1 if end else 0), time()))
         if value.endswith(("Z", "z")):
             value = value[:-1] + "+00:00"  # Python 3.10 does not read "Z"
         at = datetime.fromisoformat(value)
-    except ValueError:
+    except ValueError as exc:
         raise QueryError(
-            f"not a date: {text!r} (expected YYYY-MM-DD or an ISO 8601 time)"
+            f"not a date: {text!r} ({exc}; expected YYYY-MM-DD or an ISO 8601 time)"
         ) from None
-    return at if at.tzinfo is not None else at.astimezone()
+    return at if at.tzinfo is not None else _local(at)
+
+
+def _local(at: datetime) -> datetime:
+    """A naive time read as local time; at the ends of the calendar, where the local offset
+    would take it past year 1 or 9999, as UTC."""
+    try:
+        return at.astimezone()
+    except (OverflowError, ValueError):
+        return at.replace(tzinfo=timezone.utc)
