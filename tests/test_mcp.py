@@ -25,7 +25,7 @@ from mcp.types import CallToolResult, TextContent
 import coderecall
 from coderecall import CodeIndex
 from coderecall._errors import QueryError
-from coderecall._mcp import McpService, _tool, count_tokens
+from coderecall._mcp import McpService, _tool, build_server, count_tokens
 from helpers import CALLS_PROJECT, HANDBOOK, SAMPLE_PROJECT, MakeRepo, write_files
 
 TOOLS = {
@@ -642,6 +642,27 @@ def test_one_item_past_the_cap_is_shortened_not_dropped(
         asked = service.ask(question, 5)
         assert count_tokens(asked) <= service.token_cap
         assert json.loads(asked)["results"]
+
+
+def test_input_schemas_state_the_bounds_the_tools_enforce(make_repo: MakeRepo) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root, {"embedding_provider": "none"}) as index:
+        listed = anyio.run(build_server(McpService(index)).list_tools)
+    schemas = {tool.name: tool.input_schema["properties"] for tool in listed}
+
+    def bounds(tool: str, argument: str) -> tuple[object, object]:
+        schema = schemas[tool][argument]
+        number = next(s for s in schema.get("anyOf", [schema]) if s.get("type") == "integer")
+        return number.get("minimum"), number.get("maximum")
+
+    for tool in ("codebase_search", "codebase_peek", "implementation_lookup", "ask"):
+        assert bounds(tool, "limit") == (1, None), tool
+    assert bounds("call_graph", "depth") == (1, 5)
+    assert bounds("call_graph_path", "max_depth") == (1, 12)
+    assert bounds("codebase_context", "budget") == (100, None)
+    assert bounds("memory_context", "budget") == (60, None)
+    assert bounds("memory_timeline", "before") == (0, 50)
+    assert bounds("find_similar", "line") == (1, None)
 
 
 def test_tool_errors_are_one_short_line_whatever_raised() -> None:

@@ -35,12 +35,12 @@ __all__ = [
 
 Direction = Literal["callers", "callees", "both"]
 
-_MAX_DEPTH = 5
+MAX_DEPTH = 5
 _MAX_LIMIT = (1 << 31) - 1
 _CANDIDATES_SHOWN = 4
 _CALLEE_WIDTH = 48
 """Candidates of an ambiguous edge listed in its dict: enough to see what it may reach."""
-_MAX_PATH_DEPTH = 12
+MAX_PATH_DEPTH = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,8 +252,8 @@ def neighbourhood(
     away (``limit`` edges per direction)."""
     if direction not in ("callers", "callees", "both"):
         raise QueryError(f"direction must be callers, callees or both, got {direction!r}")
-    if not 1 <= depth <= _MAX_DEPTH:
-        raise QueryError(f"depth must be between 1 and {_MAX_DEPTH}, got {depth}")
+    if not 1 <= depth <= MAX_DEPTH:
+        raise QueryError(f"depth must be between 1 and {MAX_DEPTH}, got {depth}")
     limit = _checked_limit(limit)
     found = _matches(graph, symbol, 6)
     if not found:
@@ -303,8 +303,8 @@ def neighbourhood(
 
 def shortest_path(graph: CallGraph, source: str, target: str, *, max_depth: int = 8) -> CallPath:
     """The shortest chain of calls from ``source`` to ``target``."""
-    if not 1 <= max_depth <= _MAX_PATH_DEPTH:
-        raise QueryError(f"max_depth must be between 1 and {_MAX_PATH_DEPTH}, got {max_depth}")
+    if not 1 <= max_depth <= MAX_PATH_DEPTH:
+        raise QueryError(f"max_depth must be between 1 and {MAX_PATH_DEPTH}, got {max_depth}")
     ends = []
     for symbol in (source, target):
         found = _matches(graph, symbol, 1)

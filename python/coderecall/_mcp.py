@@ -25,17 +25,19 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import _mcp_docs as docs
 from ._errors import ConfigError, Error, QueryError
-from ._graph import Direction
+from ._graph import MAX_DEPTH, MAX_PATH_DEPTH, Direction
 from ._index import CodeIndex
+from ._memory_context import MIN_BUDGET
 from ._native import __version__
 from ._results import SearchHit
 from ._timephrase import parse_bound
@@ -63,6 +65,18 @@ short pack); the escapes of a long pack are caught by measuring the answer."""
 _RRF_K = 60
 """The constant of reciprocal rank fusion in ``ask``, as in hybrid code search."""
 _MAX_TIMELINE = 50
+
+
+def _bounds(low: int, high: int | None = None) -> Any:
+    """Bounds for an integer argument's input schema, so agents need not learn them by
+    failing. The schema only states them: the tools check them, in their own one-line
+    messages (pydantic's are several lines with a link)."""
+    schema: dict[str, int] = {"minimum": low} if high is None else {"minimum": low, "maximum": high}
+    return Field(json_schema_extra=schema)  # type: ignore[arg-type]
+
+
+Limit = Annotated[int, _bounds(1)]
+Span = Annotated[int, _bounds(0, _MAX_TIMELINE)]
 """Records a timeline may show on each side of its centre."""
 _SEARCH_HINT = "lower limit, or use codebase_peek for locations only"
 _MEMORY_HINT = "lower limit, or ask memory_get for fewer ids"
@@ -608,7 +622,7 @@ def build_server(service: McpService) -> MCPServer[Any]:
 
     def codebase_search(
         query: str,
-        limit: int = 10,
+        limit: Limit = 10,
         language: str | list[str] | None = None,
         directory: str | list[str] | None = None,
         source: str | list[str] | None = None,
@@ -621,7 +635,7 @@ def build_server(service: McpService) -> MCPServer[Any]:
 
     def codebase_peek(
         query: str,
-        limit: int = 20,
+        limit: Limit = 20,
         language: str | list[str] | None = None,
         directory: str | list[str] | None = None,
         source: str | list[str] | None = None,
@@ -632,28 +646,32 @@ def build_server(service: McpService) -> MCPServer[Any]:
             )
         )
 
-    def codebase_context(query: str, budget: int | None = None) -> str:
+    def codebase_context(
+        query: str, budget: Annotated[int, _bounds(_MIN_CONTEXT_BUDGET)] | None = None
+    ) -> str:
         return _tool(lambda: service.context(query, budget))
 
-    def implementation_lookup(symbol: str, limit: int = 3, with_content: bool = True) -> str:
+    def implementation_lookup(symbol: str, limit: Limit = 3, with_content: bool = True) -> str:
         return _tool(lambda: service.lookup(symbol, limit, with_content))
 
     def call_graph(
         symbol: str,
         direction: Literal["callers", "callees", "both"] = "both",
-        depth: int = 1,
-        limit: int = 20,
+        depth: Annotated[int, _bounds(1, MAX_DEPTH)] = 1,
+        limit: Limit = 20,
     ) -> str:
         return _tool(lambda: service.call_graph(symbol, direction, depth, limit))
 
-    def call_graph_path(source: str, target: str, max_depth: int = 8) -> str:
+    def call_graph_path(
+        source: str, target: str, max_depth: Annotated[int, _bounds(1, MAX_PATH_DEPTH)] = 8
+    ) -> str:
         return _tool(lambda: service.call_path(source, target, max_depth))
 
     def find_similar(
         code: str | None = None,
         path: str | None = None,
-        line: int | None = None,
-        limit: int = 10,
+        line: Annotated[int, _bounds(1)] | None = None,
+        limit: Limit = 10,
     ) -> str:
         return _tool(lambda: service.similar(code, path, line, limit))
 
@@ -669,7 +687,7 @@ def build_server(service: McpService) -> MCPServer[Any]:
     def index_metrics() -> str:
         return _tool(service.metrics)
 
-    def index_logs(limit: int = 50, level: str | None = None, contains: str | None = None) -> str:
+    def index_logs(limit: Limit = 50, level: str | None = None, contains: str | None = None) -> str:
         return _tool(lambda: service.logs(limit, level, contains))
 
     def add_knowledge_base(path: str, name: str | None = None) -> str:
@@ -683,7 +701,7 @@ def build_server(service: McpService) -> MCPServer[Any]:
 
     def memory_search(
         query: str,
-        limit: int = 10,
+        limit: Limit = 10,
         type: str | list[str] | None = None,
         scope: Literal["user", "project"] | None = None,
         tags: str | list[str] | None = None,
@@ -697,7 +715,7 @@ def build_server(service: McpService) -> MCPServer[Any]:
             )
         )
 
-    def memory_timeline(id: int, before: int = 5, after: int = 5) -> str:
+    def memory_timeline(id: int, before: Span = 5, after: Span = 5) -> str:
         return _tool(lambda: service.memory_timeline(id, before, after))
 
     def memory_get(ids: int | list[int], include_private: bool = False) -> str:
@@ -720,11 +738,13 @@ def build_server(service: McpService) -> MCPServer[Any]:
         return _tool(lambda: service.memory_forget(id, reason))
 
     def memory_context(
-        query: str | None = None, session: str | None = None, budget: int | None = None
+        query: str | None = None,
+        session: str | None = None,
+        budget: Annotated[int, _bounds(MIN_BUDGET)] | None = None,
     ) -> str:
         return _tool(lambda: service.memory_context(query, session, budget))
 
-    def ask(question: str, limit: int = 10) -> str:
+    def ask(question: str, limit: Limit = 10) -> str:
         return _tool(lambda: service.ask(question, limit))
 
     # Unstructured: the JSON text is the whole answer, so the token cap covers all of it
