@@ -40,6 +40,20 @@ def hold_lease(index_dir: Path, seconds: float) -> subprocess.Popen[str]:
     return proc
 
 
+def test_a_holder_in_this_very_process_is_named_as_such(make_repo: MakeRepo) -> None:
+    from coderecall._lease import WriteLease
+
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root) as index, CodeIndex(root) as other:
+        index.index(progress=False)
+        with (
+            WriteLease(index.index_dir, "indexing").hold(False),
+            pytest.raises(IndexBusyError) as busy,
+        ):
+            other.index(progress=False, wait=False)
+    assert busy.value.holder.startswith(f"pid {os.getpid()} (this very process: ")
+
+
 def test_a_second_writer_fails_at_once_waits_or_times_out_as_asked(
     make_repo: MakeRepo, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -123,9 +123,12 @@ class WriteLease:
             record = {}
         if not isinstance(record, dict) or "pid" not in record:
             return f"{self._path} is locked"
+        here = record["pid"] == os.getpid() and record.get("host") == socket.gethostname()
+        mine = " (this very process: another CodeIndex or watcher of the same index)"
         return (
-            f"pid {record['pid']} on {record.get('host', '?')}, {record.get('purpose', '?')} "
-            f"since {record.get('since', '?')} (lock file {self._path})"
+            f"pid {record['pid']}{mine if here else ''} on {record.get('host', '?')}, "
+            f"{record.get('purpose', '?')} since {record.get('since', '?')} "
+            f"(lock file {self._path})"
         )
 
 

@@ -367,6 +367,7 @@ class MemoryStore:
         pending = self._prepare(text, type, scope=scope, tags=tags, privacy=privacy, at=at)
         if isinstance(pending, WriteResult):
             return pending
+        session = scrub(session.strip()) or None if session is not None else None
         with self._write() as conn:
             return self._commit(conn, pending, session=session, events=events)
 
