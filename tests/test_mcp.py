@@ -665,6 +665,21 @@ def test_input_schemas_state_the_bounds_the_tools_enforce(make_repo: MakeRepo) -
     assert bounds("find_similar", "line") == (1, None)
 
 
+def test_a_search_in_a_folder_that_does_not_exist_says_so(make_repo: MakeRepo) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root, {"embedding_provider": "none"}) as index:
+        index.index(progress=False)
+        service = McpService(index)
+        service.start()
+        assert service.wait_ready(60)
+        both = service.search("token", 10, None, ["src/shopp", "src"], with_content=False)
+        assert json.loads(both)["hits"]  # src has them: nothing to say
+        typo = json.loads(service.search("token", 10, None, "src/shopp", with_content=False))
+        assert typo == {"hits": [], "note": "no folder 'src/shopp' under the root"}
+        empty = json.loads(service.search("zebra crossing", 10, None, "src", with_content=False))
+        assert empty == {"hits": []}
+
+
 def test_tool_errors_are_one_short_line_whatever_raised() -> None:
     def raises(exc: BaseException) -> Callable[[], object]:
         def work() -> object:

@@ -196,7 +196,16 @@ class McpService:
             with_content=with_content,
             source=source,
         )
-        return self._hits(hits, with_content=with_content)
+        missing = [] if hits else self._missing_folders(directory)
+        note = f"no folder {_join_names(missing)} under the root" if missing else None
+        return self._hits(hits, with_content=with_content, note=note)
+
+    def _missing_folders(self, directory: str | list[str] | None) -> list[str]:
+        """The ``directory`` filters naming no folder: a typo, not a search that found
+        nothing."""
+        given = [directory] if isinstance(directory, str) else list(directory or ())
+        root = self._index.root
+        return [d for d in given if not (root / d.strip().strip("/")).is_dir()]
 
     def context(self, query: str, budget: int | None) -> str:
         self._searchable()
@@ -426,7 +435,7 @@ class McpService:
         }
         return self._answer(data, cut="results", hint="lower limit")
 
-    def _hits(self, hits: list[SearchHit], *, with_content: bool) -> str:
+    def _hits(self, hits: list[SearchHit], *, with_content: bool, note: str | None = None) -> str:
         rows: list[dict[str, Any]] = []
         for hit in hits:
             row = hit.to_dict()
@@ -437,7 +446,10 @@ class McpService:
                 rows.append({key: row[key] for key in _PEEK_FIELDS})
         for row in rows:
             row["score"] = round(row["score"], 4)
-        return self._answer({"hits": rows}, cut="hits")
+        data: dict[str, Any] = {"hits": rows}
+        if note is not None:
+            data["note"] = note
+        return self._answer(data, cut="hits")
 
     def _answer(
         self,
@@ -508,6 +520,10 @@ def _strings(value: str | list[str] | None) -> tuple[str, ...]:
 
 def _join(ids: list[int]) -> str:
     return ", ".join(str(i) for i in ids)
+
+
+def _join_names(names: list[str]) -> str:
+    return ", ".join(repr(name) for name in names)
 
 
 def _memory_item(record: MemoryRecord, score: float) -> dict[str, Any]:
