@@ -588,19 +588,22 @@ def test_service_stale_until_first_update(make_repo: MakeRepo) -> None:
         assert fresh["hits"][0]["path"] == "src/shop/auth.py"
 
 
+def ready(service: McpService) -> McpService:
+    """``service`` started, its first update done."""
+    service.start()
+    assert service.wait_ready(60)
+    return service
+
+
 def test_service_cuts_whole_hits(make_repo: MakeRepo) -> None:
     root = make_repo(SAMPLE_PROJECT)
     with CodeIndex(root) as index:
         index.index(progress=False)
-        full = McpService(index)
-        full.start()
-        assert full.wait_ready(60)
+        full = ready(McpService(index))
         complete = json.loads(full.search("token", 20, None, None, with_content=True))
         assert "truncated" not in complete
         cap = count_tokens(json.dumps(complete["hits"][0])) + 60
-        small = McpService(index, token_cap=cap)
-        small.start()
-        assert small.wait_ready(60)
+        small = ready(McpService(index, token_cap=cap))
         text = small.search("token", 20, None, None, with_content=True)
         cut = json.loads(text)
         assert count_tokens(text) <= cap
@@ -619,9 +622,7 @@ def test_one_item_past_the_cap_is_shortened_not_dropped(
     root = make_repo({"pyproject.toml": "", "report.py": f"def huge_report(data):\n{body}"})
     with CodeIndex(root, {"embedding_provider": "none"}) as index:
         index.index(progress=False)
-        service = McpService(index)
-        service.start()
-        assert service.wait_ready(60)
+        service = ready(McpService(index))
         text = service.lookup("huge_report", 3, True)
         assert count_tokens(text) <= service.token_cap
         (found,) = json.loads(text)["definitions"]
@@ -669,9 +670,7 @@ def test_a_search_in_a_folder_that_does_not_exist_says_so(make_repo: MakeRepo) -
     root = make_repo(SAMPLE_PROJECT)
     with CodeIndex(root, {"embedding_provider": "none"}) as index:
         index.index(progress=False)
-        service = McpService(index)
-        service.start()
-        assert service.wait_ready(60)
+        service = ready(McpService(index))
         both = service.search("token", 10, None, ["src/shopp", "src"], with_content=False)
         assert json.loads(both)["hits"]  # src has them: nothing to say
         typo = json.loads(service.search("token", 10, None, "src/shopp", with_content=False))
@@ -702,15 +701,11 @@ def test_service_answers_fit_every_cap(make_repo: MakeRepo) -> None:
     root = make_repo(CALLS_PROJECT)
     with CodeIndex(root, {"embedding_provider": "none"}) as index:
         index.index(progress=False)
-        whole = McpService(index)
-        whole.start()
-        assert whole.wait_ready(60)
+        whole = ready(McpService(index))
         full = json.loads(whole.call_graph("checkout", "both", 3, 50))
         assert "truncated" not in full
         for cap in (260, 400, 700, 1200):
-            service = McpService(index, token_cap=cap)
-            service.start()
-            assert service.wait_ready(60)
+            service = ready(McpService(index, token_cap=cap))
             for query in ("TokenStore", "src/shop/auth.py", "how are invoices totalled"):
                 text = service.context(query, None)
                 data = json.loads(text)
