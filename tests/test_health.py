@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -161,14 +162,13 @@ def _damage_pages(db: Path) -> None:
 
 @pytest.mark.parametrize("damage", [_damage_header, _damage_pages], ids=["header", "pages"])
 def test_health_reports_a_damaged_database_and_index_force_sets_it_aside(
-    make_repo: MakeRepo, damage: object
+    make_repo: MakeRepo, damage: Callable[[Path], None]
 ) -> None:
     root = make_repo(SAMPLE_PROJECT)
     assert run(root, "index", "--json").returncode == 0
     index_dir = root / ".git" / "coderecall"
     for leftover in ("index.db-wal", "index.db-shm"):
         assert not (index_dir / leftover).exists()  # the writer checkpointed and closed
-    assert callable(damage)
     damage(index_dir / "index.db")
 
     checked = cli(root, "health", "--json")

@@ -113,10 +113,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["DEFAULT_MAX_FILE_SIZE", "PROVIDER_NAMES", "Config", "load_config"]
+__all__ = ["DEFAULT_MAX_FILE_SIZE", "MAX_COUNT", "PROVIDER_NAMES", "Config", "load_config"]
 
 DEFAULT_MAX_FILE_SIZE = 1_048_576
 """Files above 1 MiB are almost always generated code or data, not something to search."""
+MAX_COUNT = (1 << 31) - 1
+"""The largest limit, line or count handed to the core, which holds them in 32 bits: a larger
+one (a limit of 10**20) means "all of them" all the same."""
 
 ENV_PREFIX = "CODERECALL_"
 
@@ -325,8 +328,6 @@ _SIZE_UNITS = {
 _SIZE_EXPECTED = 'a positive size in bytes, such as 1048576, "512KiB" or "2MB"'
 _MAX_SIZE = (1 << 63) - 1
 """Larger sizes mean "no cap" all the same; the core holds sizes in 64 bits."""
-_MAX_COUNT = (1 << 31) - 1
-"""Larger counts (a limit of 10**20) mean "all of them"; the core holds counts in 32 bits."""
 
 
 def _to_size(value: object, source: _Source) -> int:
@@ -394,7 +395,7 @@ def _to_count(value: object, source: _Source) -> int:
             raise _InvalidValueError("a whole number of at least 1") from None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _InvalidValueError("a whole number of at least 1")
-    return min(value, _MAX_COUNT)
+    return min(value, MAX_COUNT)
 
 
 def _to_budget(value: object, source: _Source) -> int:

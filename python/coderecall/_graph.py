@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._config import MAX_COUNT
 from ._errors import QueryError
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ __all__ = [
 Direction = Literal["callers", "callees", "both"]
 
 MAX_DEPTH = 5
-_MAX_LIMIT = (1 << 31) - 1
 _CANDIDATES_SHOWN = 4
 _CALLEE_WIDTH = 48
 """Candidates of an ambiguous edge listed in its dict: enough to see what it may reach."""
@@ -222,7 +222,7 @@ def _checked_limit(limit: int) -> int:
     can hold means all."""
     if limit < 1:
         raise QueryError(f"limit must be at least 1, got {limit}")
-    return min(limit, _MAX_LIMIT)
+    return min(limit, MAX_COUNT)
 
 
 def definitions(

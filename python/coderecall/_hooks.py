@@ -105,15 +105,13 @@ def run_hook(
     if not session:
         raise _HookError("the hook payload has no session_id")
     cwd = _text(payload, "cwd") or "."
-    root = Path(cwd).expanduser()
-    if root.is_dir():  # the host's folder may be a sub-folder of the project
-        root = project_root(root)
+    folder = Path(cwd).expanduser()
+    # The host's folder may be a sub-folder of the project; one that is gone names it as is.
+    project = project_root(folder) if folder.is_dir() else cwd
     from ._memory import MemoryStore
     from ._sessions import Sessions
 
-    with MemoryStore(
-        root if root.is_dir() else cwd, path=memory, busy_timeout=BUSY_TIMEOUT
-    ) as store:
+    with MemoryStore(project, path=memory, busy_timeout=BUSY_TIMEOUT) as store:
         sessions = Sessions(store)
         current = _session_of(sessions, payload, session)
         return handler(_Call(store, sessions, current, payload, recall))

@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypedDict, TypeVar, cast
 
 from ._collect import collect, collect_paths, scope_of
-from ._config import Config, load_config
+from ._config import MAX_COUNT, Config, load_config
 from ._context import ContextPack, build_context
 from ._embedding import EmbeddingChoice, select_embedding
 from ._errors import IndexCorruptError, ProviderError, QueryError, RootRefusedError, StoreError
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
 __all__ = ["CodeIndex"]
 
 _EXAMPLES_PER_REASON = 5
-_MAX_LIMIT = (1 << 31) - 1
 _REBUILD_HINT = " (index at {}; `coderecall index --force` sets it aside and rebuilds)"
 _POLL_SECONDS = 0.05
 _LOCAL_BATCH = {"transformer": 64, "static": 4096}
@@ -252,17 +251,20 @@ class CodeIndex:
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]  # one path, not its characters
         relative = None if paths is None else [self._relative(path) for path in paths]
+
+        def leased(native: NativeIndex) -> IndexReport:
+            with WriteLease(self._index_dir).hold(wait):
+                return self._index_leased(native, started, force, progress, embed, relative)
+
         native = self._open(rebuild_broken=force)
         try:
-            with WriteLease(self._index_dir).hold(wait):
-                report = self._index_leased(native, started, force, progress, embed, relative)
+            report = leased(native)
         except IndexCorruptError as exc:
             if not force:
                 raise IndexCorruptError(f"{exc}{_REBUILD_HINT.format(self._index_dir)}") from exc
             # Damage the open did not see (a malformed page deep in the file).
             native = self._reopen_set_aside()
-            with WriteLease(self._index_dir).hold(wait):
-                report = self._index_leased(native, started, force, progress, embed, relative)
+            report = leased(native)
         if relative is None and not self._is_kb:
             self._knowledge_bases.refresh(native, force=force, embed=embed, wait=wait)
         return report
@@ -365,14 +367,16 @@ class CodeIndex:
             native = self._open_existing()
         except IndexCorruptError as exc:  # the message says how to rebuild
             return HealthReport(self._index_dir, (str(exc),), ())
+        if native is None:
+            return HealthReport(self._index_dir, (), (), exists=False)
         try:
             return self._health(native, repair, wait)
         except IndexCorruptError as exc:
             problem = f"{exc}{_REBUILD_HINT.format(self._index_dir)}"
             return HealthReport(self._index_dir, (problem,), ())
 
-    def _health(self, native: NativeIndex | None, repair: bool, wait: bool | float) -> HealthReport:
-        if native is None or native.status()["generation"] == 0:
+    def _health(self, native: NativeIndex, repair: bool, wait: bool | float) -> HealthReport:
+        if native.status()["generation"] == 0:  # a first index killed before it published
             return HealthReport(self._index_dir, (), (), exists=False)
         recorded = _recorded_embedding(native)
         model, dims = recorded.get("model_id"), recorded.get("dims")
@@ -637,7 +641,7 @@ class CodeIndex:
         if path is not None:
             if line is None or line < 1:
                 raise QueryError(f"a line number of at least 1 is needed with path, got {line}")
-            line = min(line, _MAX_LIMIT)  # past any file's end all the same
+            line = min(line, MAX_COUNT)  # past any file's end all the same
             relative = self._relative(path)
         filters = self._filters(limit, language, directory, kind, with_content)
         native = self._ready()
@@ -661,7 +665,7 @@ class CodeIndex:
         if limit < 1:
             raise QueryError(f"limit must be at least 1, got {limit}")
         return {
-            "limit": min(limit, _MAX_LIMIT),  # a larger one means "all of them" all the same
+            "limit": min(limit, MAX_COUNT),
             "languages": _lowered(language),
             "directories": self._directories(directory),
             "kinds": _lowered(kind),
@@ -852,8 +856,7 @@ class CodeIndex:
         the CLI, watchers and MCP servers, which own their process's logging. Only the folder
         is made: the index itself may be damaged, for ``index --force`` to set aside."""
         with self._lock:
-            if not self._index_dir.is_dir():
-                self._create_index_dir()
+            self._ensure_index_dir()
         attach_file_log(self._index_dir)
 
     def _call_graph(self) -> CallGraph:
@@ -904,8 +907,7 @@ class CodeIndex:
     def _open(self, *, rebuild_broken: bool = False) -> NativeIndex:
         with self._lock:
             if self._native is None:
-                if not self._index_dir.is_dir():
-                    self._create_index_dir()
+                self._ensure_index_dir()
                 try:
                     self._native = NativeIndex(str(self._index_dir), str(self._root))
                 except StoreError as exc:
@@ -942,6 +944,10 @@ class CodeIndex:
         if self._native is None and not self._index_dir.is_dir():
             return None
         return self._open()
+
+    def _ensure_index_dir(self) -> None:
+        if not self._index_dir.is_dir():
+            self._create_index_dir()
 
     def _create_index_dir(self) -> None:
         self._index_dir.mkdir(parents=True, exist_ok=True)

@@ -65,6 +65,7 @@ short pack); the escapes of a long pack are caught by measuring the answer."""
 _RRF_K = 60
 """The constant of reciprocal rank fusion in ``ask``, as in hybrid code search."""
 _MAX_TIMELINE = 50
+"""Records a timeline may show on each side of its centre."""
 
 
 def _bounds(low: int, high: int | None = None) -> Any:
@@ -77,7 +78,6 @@ def _bounds(low: int, high: int | None = None) -> Any:
 
 Limit = Annotated[int, _bounds(1)]
 Span = Annotated[int, _bounds(0, _MAX_TIMELINE)]
-"""Records a timeline may show on each side of its centre."""
 _SEARCH_HINT = "lower limit, or use codebase_peek for locations only"
 _MEMORY_HINT = "lower limit, or ask memory_get for fewer ids"
 _STALE_NOTE = (

@@ -367,7 +367,8 @@ class MemoryStore:
         pending = self._prepare(text, type, scope=scope, tags=tags, privacy=privacy, at=at)
         if isinstance(pending, WriteResult):
             return pending
-        session = scrub(session.strip()) or None if session is not None else None
+        if session is not None:
+            session = scrub(session.strip()) or None  # a blank session is none
         with self._write() as conn:
             return self._commit(conn, pending, session=session, events=events)
 
@@ -494,12 +495,13 @@ class MemoryStore:
         old = self._current(old_id)
         tags = old.tags if tags is None else _clean_tags(tags)
         filtered = filter_text(new_text, tags=tags)
-        if filtered.blocked or not filtered.text.strip():
+        clean = filtered.text.strip()
+        if filtered.blocked or not clean:
             raise QueryError("the new text is blocked or empty after the privacy filter")
-        if len(filtered.text.strip()) > MAX_TEXT_CHARS:
+        if len(clean) > MAX_TEXT_CHARS:
             raise QueryError(f"a memory holds at most {MAX_TEXT_CHARS:,} characters")
         level = "private" if old.privacy == "private" else filtered.level
-        embedding = self._embed(filtered.text.strip(), level)
+        embedding = self._embed(clean, level)
         now = _timestamp(None)
         with self._write() as conn:
             cursor = conn.execute(
@@ -509,7 +511,7 @@ class MemoryStore:
                     old.project,
                     old.scope,
                     old.type,
-                    filtered.text.strip(),
+                    clean,
                     json.dumps(list(tags)),
                     level,
                     old.session,

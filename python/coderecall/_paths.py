@@ -144,7 +144,7 @@ def check_root(root: Path, *, force: bool = False) -> None:
         raise RootRefusedError(f"refusing to index the file-system root {root}; {hint}", root=root)
     if root == Path(os.path.realpath(Path.home())):
         raise RootRefusedError(f"refusing to index the home directory {root}; {hint}", root=root)
-    if _has_marker(root) or find_git(root) is not None or (root / LOCAL_INDEX_DIR).is_dir():
+    if _marks_project(root) or find_git(root) is not None:
         return
     raise RootRefusedError(
         f"{root} has no project marker (.git, pyproject.toml, package.json, Cargo.toml, go.mod,"
@@ -165,9 +165,14 @@ def project_root(start: str | os.PathLike[str] = ".") -> Path:
     for folder in (start_path, *start_path.parents):
         if folder == home or folder.parent == folder:
             break
-        if _has_marker(folder) or (folder / LOCAL_INDEX_DIR).is_dir():
+        if _marks_project(folder):
             return folder
     return start_path
+
+
+def _marks_project(folder: Path) -> bool:
+    """A project marker, or a local index: one forced index of a folder is enough."""
+    return _has_marker(folder) or (folder / LOCAL_INDEX_DIR).is_dir()
 
 
 def _has_marker(root: Path) -> bool:
