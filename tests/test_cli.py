@@ -164,6 +164,21 @@ def test_search_filters_and_no_content(project: Path) -> None:
     assert len(json.loads(run(*args, "-n", "1").stdout)) == 1
 
 
+def test_a_reader_that_stops_early_is_not_a_failure(project: Path) -> None:
+    assert run("index", str(project)).returncode == 0
+    with subprocess.Popen(
+        [sys.executable, "-m", "coderecall", "search", "invoice", "--path", str(project)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdout.close()  # as `| head` does once it has its lines
+        stderr = process.stderr.read().decode()
+        assert process.wait(timeout=120) == 0, stderr
+    assert stderr == ""
+
+
 def test_search_listing_for_people(project: Path) -> None:
     result = run("search", "compute_invoice_total", cwd=project)
     assert result.returncode == 0, result.stderr

@@ -17,7 +17,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
@@ -693,6 +693,33 @@ def test_tool_errors_are_one_short_line_whatever_raised() -> None:
         _tool(raises(OverflowError("int too big to convert")))
     with pytest.raises(ToolError, match=r"^internal error: KeyError: 'limit'$"):
         _tool(raises(KeyError("limit")))
+
+
+def test_wrong_arguments_get_one_line_naming_them(make_repo: MakeRepo) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+
+    async def run(service: McpService) -> None:
+        async with Client(build_server(service), mode="legacy") as client:
+            tools = _Tools(client)
+            # A misspelt argument is named, not ignored (the SDK ran the call without it).
+            assert await tools.error("codebase_search", query="invoice", limt=3) == (
+                "codebase_search has no argument limt (it takes: query, limit, language, "
+                "directory, source)"
+            )
+            assert await tools.error("index_status", verbose=True) == (
+                "index_status has no argument verbose (it takes: no arguments)"
+            )
+            assert await tools.error("call_graph", symbol="f", depth="deep", direction="up") == (
+                "call_graph: direction: Input should be 'callers', 'callees' or 'both'; "
+                "depth: Input should be a valid integer, unable to parse string as an integer"
+            )
+            missing = await tools.error("codebase_search", limit=3, language="x" * 100_000)
+            assert missing == "codebase_search: query: Field required"
+            huge = await tools.error("codebase_search", query="invoice", **{"k" * 100_000: 1})
+            assert len(huge) <= 300
+
+    with CodeIndex(root, {"embedding_provider": "none"}) as index:
+        anyio.run(run, McpService(index))
 
 
 def test_service_answers_fit_every_cap(make_repo: MakeRepo) -> None:

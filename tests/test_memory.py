@@ -841,6 +841,17 @@ def test_time_phrases_are_resolved_against_the_records_dates(store: MemoryStore)
     }
 
 
+def test_a_record_dated_ahead_does_not_move_today(store: MemoryStore) -> None:
+    now = datetime.now(timezone.utc)
+    store.add("Rotated the signing keys.", "decision", at=now - timedelta(days=1))
+    store.add("Signing keys audited.", "decision", at=now - timedelta(days=9))
+    # Written by a machine whose clock runs a year ahead.
+    store.add("Signing keys moved to the vault.", "decision", at=now + timedelta(days=365))
+    yesterday = store.search("signing keys yesterday", limit=1)
+    assert [h.snippet for h in yesterday] == ["Rotated the signing keys."]
+    assert [h.snippet for h in store.search("yesterday")] == ["Rotated the signing keys."]
+
+
 def test_a_record_that_tells_of_the_asked_time_counts_as_in_it(store: MemoryStore) -> None:
     # A question dates the event; a record is dated when it was told, often later: "last
     # month" in a record of April tells of March.

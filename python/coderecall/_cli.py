@@ -63,9 +63,10 @@ def _run(command: Callable[[argparse.Namespace], int], args: argparse.Namespace)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # The reader went away (`coderecall search x | head`); silence the flush at exit.
+        # The reader took what it wanted (`coderecall search x | head`): not a failure, as
+        # for ripgrep, so `set -o pipefail` scripts pass; silence the flush at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return 0
     except (Error, OSError) as exc:
         print(f"coderecall: error: {_describe(exc)}", file=sys.stderr)
         return 1
@@ -307,8 +308,12 @@ def _stdout() -> Console:
     """A console for stdout; piped output is never wrapped, so scripts can grep it."""
     from rich.console import Console
 
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=_UNWRAPPED)
+    class Stdout(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError  # rich would exit 1; `_run` treats it as for print()
+
+    console = Stdout(highlight=False)
+    return console if console.is_terminal else Stdout(highlight=False, width=_UNWRAPPED)
 
 
 def _print_json(data: Any) -> None:

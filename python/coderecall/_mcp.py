@@ -19,6 +19,7 @@ needs a bearer token, which every request must then carry (401 otherwise).
 from __future__ import annotations
 
 import hmac
+import inspect
 import json
 import logging
 import os
@@ -27,10 +28,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import _mcp_docs as docs
@@ -624,9 +625,43 @@ def _tool(work: Callable[[], _T]) -> _T:
         raise ToolError(f"internal error: {type(exc).__name__}: {_message(exc)}") from None
 
 
+class _Server(MCPServer[Any]):
+    """The SDK's server, with arguments an agent got wrong answered in one line it can act
+    on: the SDK ignores a misspelt argument (the call runs with the default instead) and
+    reports a wrong type as pydantic's multi-line report with a link to its docs."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.arguments: dict[str, tuple[str, ...]] = {}
+        """Each tool's argument names, by tool name."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        known = self.arguments.get(name)
+        if known is not None and (unknown := sorted(set(arguments) - set(known))):
+            takes = ", ".join(known) or "no arguments"
+            raise ToolError(
+                _message(
+                    ValueError(f"{name} has no argument {', '.join(unknown)} (it takes: {takes})")
+                )
+            )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
+                for error in exc.__cause__.errors()
+            )
+            # ``from`` the cause: the SDK logs the names of the fields it rejected.
+            raise ToolError(_message(ValueError(f"{name}: {problems}"))) from exc.__cause__
+
+
 def build_server(service: McpService) -> MCPServer[Any]:
     """The MCP server with the coderecall tools over ``service``."""
-    server: MCPServer[Any] = MCPServer(
+    server = _Server(
         name="coderecall",
         version=__version__,
         instructions=docs.SERVER_INSTRUCTIONS,
@@ -794,6 +829,7 @@ def build_server(service: McpService) -> MCPServer[Any]:
         server.add_tool(
             function, description=description, annotations=hints, structured_output=False
         )
+        server.arguments[function.__name__] = tuple(inspect.signature(function).parameters)
     return server
 
 

@@ -836,7 +836,8 @@ class MemoryStore:
         return Sessions(self).around(center.created_at, before=before, after=after)
 
     def _anchor(self) -> datetime:
-        """ "Today" for time phrases: the newest record of this project, else now."""
+        """ "Today" for time phrases: the newest record of this project, else now; never
+        past now (a record dated ahead by a skewed clock must not move "yesterday")."""
         generation = self._db.generation()
         with self._lock:
             known = self._newest if self._newest and self._newest[0] == generation else None
@@ -852,7 +853,9 @@ class MemoryStore:
             known = (generation, rows[0][0] if rows else None)
             with self._lock:
                 self._newest = known
-        return _when(known[1]) or datetime.now(timezone.utc)
+        now = datetime.now(timezone.utc)
+        newest = _when(known[1])
+        return min(newest, now) if newest else now
 
     def _filtered_ids(
         self,
