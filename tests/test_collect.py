@@ -304,6 +304,23 @@ def test_git_and_index_folders_are_never_collected(make_repo: MakeRepo, tmp_path
     assert set(collect(worktree, Config()).files) == {"a.py", "idx/index.db", "idx2/x.py"}
 
 
+def test_settings_files_that_may_hold_a_key_are_never_collected(make_repo: MakeRepo) -> None:
+    key = "sk-proj-Zq8vN3xTk2Lm9Pw4Rt7Yb1Hc6Jd0Fs5G"
+    settings = f'[embedding]\nprovider = "none"\napi-key = "{key}"\n'
+    root = make_repo({"a.py": "def f():\n    return 1\n", ".coderecall.toml": settings})
+    (root / "vendored").mkdir()
+    (root / "vendored" / ".coderecall.toml").write_text(settings)
+    result = collect(root, Config())
+    assert set(result.files) == {"a.py"}
+    assert result.skipped == {"ignored": [".coderecall.toml", "vendored/.coderecall.toml"]}
+    with CodeIndex(root) as index:
+        index.index(progress=False)
+        assert {hit.path for hit in index.search(key)} <= {"a.py"}
+        assert {hit.path for hit in index.search("api-key embedding")} <= {"a.py"}
+        database = index.index_dir / "index.db"
+    assert key.encode() not in database.read_bytes()
+
+
 # collect_paths: a targeted check must agree with the full walk on every path.
 
 TREE: dict[str, str | bytes] = {
@@ -319,6 +336,8 @@ TREE: dict[str, str | bytes] = {
     "docs/old.md": "x\n",
     ".coderecall/index.db": "x\n",
     "idx/index.db": "x\n",
+    ".coderecall.toml": "x\n",
+    "src/.coderecall.toml": "x\n",
 }
 TREE_CONFIGS: dict[str, Callable[[Path], Config]] = {
     "default": lambda root: Config(max_file_size=200, index_dir=root / "idx"),

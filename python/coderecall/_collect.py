@@ -15,7 +15,8 @@ which are the same strings the core uses for what it skips later ("binary", "no 
 "deleted"):
 
 ``"ignored"``
-    matched by a gitignore rule or an exclude glob, or not matched by the include globs.
+    matched by a gitignore rule or an exclude glob, or not matched by the include globs; and
+    every ``.coderecall.toml`` (coderecall's settings, which may hold an API key).
 ``"too large"``
     bigger than ``max_file_size`` (by its stat size; the file is never opened).
 ``"symlink"``
@@ -49,7 +50,7 @@ from typing import Protocol
 import pathspec
 
 from ._config import Config
-from ._paths import LOCAL_INDEX_DIR, find_git, find_index_dir
+from ._paths import LOCAL_INDEX_DIR, PROJECT_FILE, find_git, find_index_dir
 from ._unicode import is_storable, scrub
 
 __all__ = [
@@ -300,8 +301,12 @@ class PathSorter:
         return None
 
     def _ignores_file(self, path: str, rules: _RuleStack) -> bool:
-        return _ignored(path, rules, self._exclude) or (
-            self._include is not None and not self._include.match_file(path)
+        # coderecall's own settings may hold an API key (embedding.api-key): never searchable,
+        # nor sent to an embedding provider.
+        return (
+            path.rpartition("/")[2] == PROJECT_FILE
+            or _ignored(path, rules, self._exclude)
+            or (self._include is not None and not self._include.match_file(path))
         )
 
     def _with_gitignore(self, path: str, prefix: str, rules: _RuleStack) -> _RuleStack:

@@ -16,13 +16,20 @@ Only the files a model needs are fetched, into ``<cache>/.partial/<name>/``: eac
 against its SHA-256 (LFS) or git blob id (``sha1(b"blob <size>\\0" + content)``), synced to
 disk and renamed. When every file is there, the folder is renamed to ``<cache>/<name>`` in one
 step, with ``coderecall-source.json`` telling where it came from.
+
+A model already installed at the asked revision needs no network when the hub cannot be asked
+(``HF_HUB_OFFLINE``, or unreachable) or the revision is its commit. Credentials in the endpoint
+(``https://user:password@mirror``) are sent as HTTP basic auth (httpx takes them from the URL),
+but never shown or stored.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
+import logging
 import os
 import re
 import shlex
@@ -31,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ._errors import ModelError
 from ._lease import try_lock
@@ -44,6 +51,8 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["DEFAULT_ENDPOINT", "SOURCE_FILE", "pull_model"]
+
+_log = logging.getLogger("coderecall")
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 
@@ -69,6 +78,7 @@ _COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _SHA1 = re.compile(r"[0-9a-f]{40}")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-\d+/(?:\d+|\*)")
+_NO_SPACE = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 
 Algorithm = Literal["sha256", "git-blob-sha1"]
 
@@ -111,8 +121,9 @@ def pull_model(
     defaults to ``$HF_ENDPOINT``, else ``https://huggingface.co``; ``token`` to ``$HF_TOKEN``.
     ``progress(done_bytes, total_bytes)`` is called as the files arrive. An interrupted pull
     keeps what it has; running it again continues. If the folder already holds this model at
-    the same commit, nothing is downloaded. Raises :class:`ModelError` with the reason and what
-    to do about it.
+    the same commit, nothing is downloaded; when the hub cannot be asked (``$HF_HUB_OFFLINE``,
+    or unreachable), a copy pulled at ``revision`` is kept as it is, with a warning logged.
+    Raises :class:`ModelError` with the reason and what to do about it.
     """
     if not _MODEL_ID.fullmatch(model_id) or ".." in model_id:
         raise ModelError(
@@ -130,7 +141,20 @@ def pull_model(
             f"{destination} already exists and does not hold {model_id}; remove it "
             f"(rm -r {_shell(destination)}) or pull under another name"
         )
+    # A commit never changes: the copy installed at it needs no look at the hub.
+    if (
+        installed is not None
+        and installed.get("commit") == revision
+        and (kept := _keep_installed(model_id, destination, revision, installed, None)) is not None
+    ):
+        return kept
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        if (
+            kept := _keep_installed(
+                model_id, destination, revision, installed, "HF_HUB_OFFLINE is set"
+            )
+        ) is not None:
+            return kept
         raise ModelError(
             f"HF_HUB_OFFLINE is set, and pulling {model_id} needs the network: unset it, or "
             f"download the files elsewhere and copy the folder to {destination}"
@@ -147,10 +171,19 @@ def pull_model(
             timeout=timeout,
         ) as pull,
     ):
-        commit, files = pull.resolve()
+        try:
+            commit, files = pull.resolve()
+        except _UnreachableError as exc:
+            installed = _read_source(destination)
+            if (
+                kept := _keep_installed(model_id, destination, revision, installed, exc.reason)
+            ) is not None:
+                return kept
+            raise
         installed = _read_source(destination)  # another pull may have finished meanwhile
         if installed is not None:
             if installed.get("commit") == commit:
+                _log.warning(_ALREADY, model_id, destination, commit[:12])
                 return describe(destination)
             raise ModelError(
                 f"{destination} holds {model_id} at commit {str(installed.get('commit'))[:12]}, "
@@ -159,6 +192,63 @@ def pull_model(
             )
         staging = pull.stage(commit, files)
         return _install(staging, destination, pull.source(commit, files))
+
+
+_ALREADY = "%s is already installed in %s at commit %s: nothing to download"
+
+
+def _keep_installed(
+    model_id: str,
+    destination: Path,
+    revision: str,
+    installed: dict[str, Any] | None,
+    unchecked: str | None,
+) -> ModelInfo | None:
+    """The complete copy of ``model_id`` in ``destination`` if it was pulled at ``revision``
+    (its branch, tag or commit), else None. ``unchecked`` says why the hub is not asked whether
+    ``revision`` has moved since (None: ``revision`` is the copy's commit, which cannot move).
+    """
+    if (
+        installed is None
+        or installed.get("model_id") != model_id
+        or not _complete(destination, installed)
+    ):
+        return None
+    pulled_at, commit = installed.get("revision"), str(installed.get("commit"))
+    if unchecked is None:
+        _log.warning(_ALREADY, model_id, destination, commit[:12])
+    elif revision in (pulled_at, commit):
+        _log.warning(
+            "%s: kept %s as installed in %s at commit %s (pulled at %s); it could not be "
+            "checked for updates",
+            unchecked,
+            model_id,
+            destination,
+            commit[:12],
+            pulled_at,
+        )
+    else:
+        raise ModelError(
+            f"{unchecked}, so whether {revision} is at commit {commit[:12]}, which {destination} "
+            f"holds (pulled at {pulled_at}), cannot be checked; pull at revision {commit} to use "
+            "that copy without the hub"
+        )
+    return describe(destination)
+
+
+def _complete(folder: Path, source: dict[str, Any]) -> bool:
+    """Every file the provenance record lists is in ``folder`` at its listed size (a cheap
+    check: the folder was verified when it was renamed into place)."""
+    files = source.get("files")
+    if not isinstance(files, dict) or not files:
+        return False
+    for path, entry in files.items():
+        try:
+            if (folder / path).stat().st_size != entry.get("size"):
+                return False
+        except (OSError, AttributeError):
+            return False
+    return True
 
 
 @contextlib.contextmanager
@@ -200,6 +290,15 @@ def _exclusive(destination: Path, model_id: str) -> Iterator[None]:
                 folder.rmdir()
 
 
+class _UnreachableError(ModelError):
+    """The hub could not be asked (offline, or it did not answer): ``reason`` says so in
+    brief, for a warning when the installed copy is kept instead."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class _Pull:
     """One pull: the HTTP client, the hub's answers, and the messages its failures get."""
 
@@ -220,6 +319,16 @@ class _Pull:
         self.revision = revision
         self.endpoint = endpoint
         self.token = token
+        # The endpoint's password (percent-encoded as written, and decoded) is scrubbed from
+        # every message, as the token is, and the endpoint is stored without its user info.
+        split = urlsplit(endpoint)
+        self.secrets = sorted(
+            {s for s in (token, split.password, unquote(split.password or "")) if s},
+            key=len,
+            reverse=True,
+        )
+        host = split.netloc.rpartition("@")[2]
+        self.public_endpoint = urlunsplit(split._replace(netloc=host))
         self.destination = destination
         self.progress = progress
         self.done = 0
@@ -334,8 +443,13 @@ class _Pull:
             marker.write_text(json.dumps(state), encoding="utf-8")
         self.total = sum(file.size for file in files)
         self._report(0)
-        for file in files:
-            self._fetch(commit, file, staging)
+        for number, file in enumerate(files):
+            try:
+                self._fetch(commit, file, staging)
+            except OSError as exc:
+                if exc.errno not in _NO_SPACE:
+                    raise
+                raise self._no_space(exc, file, staging, files[number + 1 :]) from None
         return staging
 
     def _fetch(self, commit: str, file: _RemoteFile, staging: Path) -> None:
@@ -437,7 +551,7 @@ class _Pull:
             "model_id": self.model_id,
             "revision": self.revision,
             "commit": commit,
-            "endpoint": self.endpoint,
+            "endpoint": self.public_endpoint,
             "files": {
                 file.path: {"size": file.size, file.algorithm: file.digest} for file in files
             },
@@ -450,11 +564,14 @@ class _Pull:
         if self.progress is not None:
             self.progress(self.done, self.total)
 
+    def _scrub(self, message: str) -> str:
+        for secret in self.secrets:
+            message = message.replace(secret, "***")
+        return message
+
     def _error(self, message: str) -> ModelError:
-        """The one way errors are made here: the token never appears in a message."""
-        if self.token:
-            message = message.replace(self.token, "***")
-        return ModelError(message)
+        """The one way errors are made here: no token or password appears in a message."""
+        return ModelError(self._scrub(message))
 
     def _refused(self, response: httpx.Response, what: str) -> ModelError:
         status = response.status_code
@@ -504,13 +621,27 @@ class _Pull:
                 "(HF_ENDPOINT)"
             )
         if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.ProxyError)):
-            return self._error(
-                f"cannot reach {where} ({reason}): you seem to be offline; download the files "
-                f"elsewhere and copy the folder to {self.destination}, or set HF_ENDPOINT to a "
-                "mirror"
+            brief = self._scrub(f"cannot reach {where} ({reason})")
+            return _UnreachableError(
+                f"{brief}: you seem to be offline; download the files elsewhere and copy the "
+                f"folder to {self.destination}, or set HF_ENDPOINT to a mirror",
+                brief,
             )
+        brief = self._scrub(f"{where} did not answer ({reason})")
+        return _UnreachableError(f"{brief}; try again later, or set HF_ENDPOINT to a mirror", brief)
+
+    def _no_space(
+        self, exc: OSError, file: _RemoteFile, staging: Path, later: list[_RemoteFile]
+    ) -> ModelError:
+        """The partial file is kept, as after a cut: once there is room, the pull continues."""
+        part = staging / f"{file.path}.part"
+        have = part.stat().st_size if part.is_file() else 0
+        needed = file.size - have + sum(other.size for other in later)
         return self._error(
-            f"{where} did not answer ({reason}); try again later, or set HF_ENDPOINT to a mirror"
+            f"writing {file.path} into {staging} failed: {exc.strerror}, at "
+            f"{have} of {file.size} bytes; {needed} more bytes are needed to finish "
+            f"{self.model_id}; the partial file is kept in {part.parent}: free some space and "
+            f"run the same pull again to continue (or rm -r {_shell(staging)} to give up)"
         )
 
     def _interrupted(self, exc: httpx.TransportError, file: _RemoteFile, part: Path) -> ModelError:

@@ -41,6 +41,10 @@ _REQUIRED = ("tokenizer.json", "model.safetensors")
 _PIECE_LINES = 20
 """Lines tokenized together when counting (about 200 tokens of code, under any model's limit)."""
 
+_MIN_DIMS = 8
+"""Fewest dimensions ``model distill`` builds: a table narrower than that tells texts apart too
+poorly to rank them (at 1 every vector is +1 or -1)."""
+
 _CORPUS_BYTES = 64 << 20
 """Text read from a corpus to count token frequencies: far more than the counts need."""
 
@@ -172,10 +176,13 @@ def distill_model(
     them (see ``learn_model``); ``progress`` then follows that step too.
     """
     src = find_model(source)
-    if describe(src).kind != "transformer":
+    info = describe(src)
+    if info.kind != "transformer":
         raise ModelError(f"{src}: distilling needs a transformer model, this one is static")
-    if dims < 1:
-        raise ModelError(f"dims must be at least 1, got {dims}")
+    if dims < _MIN_DIMS:
+        raise ModelError(f"dims must be at least {_MIN_DIMS}, got {dims}")
+    if info.dims is not None and dims > info.dims:
+        raise ModelError(f"dims must be at most {info.dims}, the width of {src.name}; got {dims}")
     if learn < 0 or (learn and corpus is None):
         raise ModelError("learning needs a corpus and a positive number of chunks")
     dst = new_model_folder(destination, f"{src.name}-static-{dims}")

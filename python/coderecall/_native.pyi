@@ -102,8 +102,9 @@ class Embedder:
         """The model folder (``None`` for a delegate)."""
     @property
     def recipe(self) -> str:
-        """How a transformer pools and prompts where its folder departs from mean pooling
-        without prompts (``'pooling=cls; query prompt="query: "'``); empty otherwise."""
+        """How a transformer pools, prompts and cuts where it departs from mean pooling without
+        prompts at 256 tokens (``'pooling=cls; query prompt="query: "'``, ``"max_tokens=512"``);
+        empty otherwise."""
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One L2-normalised row per text: a ``float32`` array of shape ``(len(texts), dims)``."""
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:

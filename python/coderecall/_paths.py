@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCAL_INDEX_DIR",
+    "PROJECT_FILE",
     "PROJECT_MARKERS",
     "GitLayout",
     "check_root",
@@ -28,11 +29,13 @@ __all__ = [
 
 LOCAL_INDEX_DIR = ".coderecall"
 """Index folder name inside a root that is not in a git repository."""
+PROJECT_FILE = ".coderecall.toml"
+"""A project's own settings file, at its root."""
 
 PROJECT_MARKERS = frozenset(
     {
         ".git",
-        ".coderecall.toml",
+        PROJECT_FILE,
         "pyproject.toml",
         "setup.py",
         "package.json",

@@ -2,14 +2,17 @@
 //! released while a model loads or computes.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use coderecall_core::Error as CoreError;
+use coderecall_core::Result as CoreResult;
 use coderecall_core::embed::{
     DEFAULT_MAX_TOKENS, DistillOptions, LearnOptions, StaticEmbedder, TransformerEmbedder,
 };
 use numpy::{
     PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
 };
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -56,7 +59,13 @@ impl Embedder {
             .detach(|| TransformerEmbedder::load(&path, max_tokens))
             .map_err(to_py)?;
         engine.set_prompts(query_prompt, document_prompt);
-        let recipe = engine.recipe().describe();
+        let mut recipe = engine.recipe().describe();
+        if max_tokens != DEFAULT_MAX_TOKENS {
+            // Texts cut elsewhere give other vectors: another model identity (only a cut other
+            // than the default enters it, so ids of models indexed before stay as they were).
+            let sep = if recipe.is_empty() { "" } else { "; " };
+            recipe = format!("{recipe}{sep}max_tokens={max_tokens}");
+        }
         Ok(Embedder {
             engine: Arc::new(engine),
             kind: "transformer",
@@ -120,8 +129,9 @@ impl Embedder {
         self.path.clone()
     }
 
-    /// How a transformer pools and prompts where its folder departs from mean pooling
-    /// without prompts (`"pooling=cls; query prompt=\"query: \""`); empty otherwise.
+    /// How a transformer pools, prompts and cuts where it departs from mean pooling without
+    /// prompts at 256 tokens (`"pooling=cls; query prompt=\"query: \""`, `"max_tokens=512"`);
+    /// empty otherwise.
     #[getter]
     fn recipe(&self) -> &str {
         &self.recipe
@@ -265,18 +275,42 @@ impl coderecall_core::embed::Embedder for Delegate {
     }
 }
 
-/// Calls Python's `progress(done, total)`, if given, from a thread without the GIL. A failing
-/// callback must not abort minutes of work: it is reported by Python's unraisable hook and the
-/// work goes on.
-fn reporter(progress: Option<&Py<PyAny>>) -> impl Fn(usize, usize) + '_ {
-    move |done, total| {
-        if let Some(callback) = progress {
-            Python::attach(|py| {
-                if let Err(err) = callback.call1(py, (done, total)) {
-                    err.write_unraisable(py, None);
-                }
+/// Runs `work` without the GIL, handing it a reporter that calls Python's `progress(done,
+/// total)`, if given. Ctrl-C stops the work at its next report (the `KeyboardInterrupt` is
+/// raised here, as the callback saw it); any other failure of the callback must not abort
+/// minutes of work: it goes to Python's unraisable hook and the work goes on.
+fn with_progress<T: Send>(
+    py: Python<'_>,
+    progress: Option<&Py<PyAny>>,
+    work: impl FnOnce(&(dyn Fn(usize, usize) -> CoreResult<()> + Sync)) -> CoreResult<T> + Send,
+) -> PyResult<T> {
+    let interrupt: Mutex<Option<PyErr>> = Mutex::new(None);
+    let report = |done: usize, total: usize| {
+        Python::attach(|py| {
+            let called = py.check_signals().and_then(|()| match progress {
+                Some(callback) => callback.call1(py, (done, total)).map(drop),
+                None => Ok(()),
             });
-        }
+            match called {
+                Ok(()) => Ok(()),
+                Err(err) if !err.is_instance_of::<PyException>(py) => {
+                    *interrupt.lock().unwrap_or_else(PoisonError::into_inner) = Some(err);
+                    Err(CoreError::Cancelled)
+                }
+                Err(err) => {
+                    err.write_unraisable(py, None);
+                    Ok(())
+                }
+            }
+        })
+    };
+    match py.detach(|| work(&report)) {
+        Ok(value) => Ok(value),
+        Err(CoreError::Cancelled) => Err(interrupt
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(|| to_py(CoreError::Cancelled))),
+        Err(err) => Err(to_py(err)),
     }
 }
 
@@ -304,11 +338,9 @@ pub(crate) fn distill<'py>(
     frequencies: Option<Vec<f64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let options = DistillOptions { dims, frequencies };
-    let report = py
-        .detach(|| {
-            coderecall_core::embed::distill(&src, &dst, &options, &reporter(progress.as_ref()))
-        })
-        .map_err(to_py)?;
+    let report = with_progress(py, progress.as_ref(), |report| {
+        coderecall_core::embed::distill(&src, &dst, &options, report)
+    })?;
     let out = PyDict::new(py);
     out.set_item("tokens", report.tokens)?;
     out.set_item("dims", report.dims)?;
@@ -335,19 +367,10 @@ pub(crate) fn learn<'py>(
         dims,
         ..LearnOptions::default()
     };
-    let report = py
-        .detach(|| {
-            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-            coderecall_core::embed::learn(
-                &base,
-                &teacher,
-                &dst,
-                &texts,
-                &options,
-                &reporter(progress.as_ref()),
-            )
-        })
-        .map_err(to_py)?;
+    let report = with_progress(py, progress.as_ref(), |report| {
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        coderecall_core::embed::learn(&base, &teacher, &dst, &texts, &options, report)
+    })?;
     let out = PyDict::new(py);
     out.set_item("texts", report.texts)?;
     out.set_item("held_out", report.held_out)?;

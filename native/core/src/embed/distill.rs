@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use candle_core::{Device, Tensor};
 
 use super::transformer::Pooling;
-use super::{TransformerEmbedder, model_error};
+use super::{Embedder as _, TransformerEmbedder, model_error};
 use crate::error::{Error, Result};
 
 /// Inputs embedded per call, so progress can be reported and memory stays bounded.
@@ -48,24 +48,33 @@ pub struct DistillReport {
 }
 
 /// Builds a static model in `dst` from the transformer in `src`. `progress(done, total)` is
-/// called after each step of embedding. `dst` is written beside and renamed into place, so an
-/// interrupted run leaves no half-written model.
+/// called after each step of embedding; an error it returns stops the run (Ctrl-C). `dst` is
+/// written beside and renamed into place, so an interrupted run leaves no half-written model.
 ///
 /// # Errors
 ///
 /// [`Error::Model`] for an unusable source folder, [`Error::Io`] if `dst` cannot be written,
-/// [`Error::InvalidArgument`] for zero dimensions or an existing `dst`.
+/// [`Error::InvalidArgument`] for zero dimensions or more than the transformer's, or an
+/// existing `dst`; whatever `progress` returns.
 pub fn distill(
     src: &Path,
     dst: &Path,
     options: &DistillOptions,
-    progress: &dyn Fn(usize, usize),
+    progress: &(dyn Fn(usize, usize) -> Result<()> + Sync),
 ) -> Result<DistillReport> {
     if options.dims == 0 {
         return Err(Error::InvalidArgument("dims must be at least 1".into()));
     }
     check_destination(dst)?;
     let teacher = TransformerEmbedder::load(src, 16)?;
+    if options.dims > teacher.dims() {
+        // Checked before minutes of work: PCA cannot add dimensions.
+        return Err(Error::InvalidArgument(format!(
+            "dims must be at most {}, the width of the transformer in {}",
+            teacher.dims(),
+            src.display()
+        )));
+    }
     let vocab = teacher
         .tokenizer()
         .get_vocab_size(true)
@@ -82,7 +91,7 @@ pub fn distill(
                 .map(|&id| open.iter().chain([&id]).chain(close).copied().collect())
                 .collect();
             table.extend(teacher.embed_ids_pooled(&inputs, Pooling::Inner)?);
-            progress(((step + 1) * TOKENS_PER_STEP).min(vocab), vocab);
+            progress(((step + 1) * TOKENS_PER_STEP).min(vocab), vocab)?;
         }
         table
     };

@@ -75,7 +75,8 @@ const TEXTS_PER_STEP: usize = 32;
 /// Builds in `dst` a static model fitted to the transformer in `teacher` on `texts` (a sample of
 /// the user's own code and comments), starting from the static model in `base`, whose tokenizer
 /// it keeps. `progress(done, total)` is called as the teacher embeds the texts, which is where
-/// the time goes (a transformer reads about ten code chunks per second per two cores).
+/// the time goes (a transformer reads about ten code chunks per second per two cores); an
+/// error it returns stops the run.
 ///
 /// # Errors
 ///
@@ -87,7 +88,7 @@ pub fn learn(
     dst: &Path,
     texts: &[&str],
     options: &LearnOptions,
-    progress: &dyn Fn(usize, usize),
+    progress: &(dyn Fn(usize, usize) -> Result<()> + Sync),
 ) -> Result<LearnReport> {
     check_destination(dst)?;
     let student = StaticEmbedder::load(base)?;
@@ -96,7 +97,7 @@ pub fn learn(
     let mut vectors = Vec::with_capacity(texts.len() * width);
     for (step, batch) in texts.chunks(TEXTS_PER_STEP).enumerate() {
         vectors.extend(master.embed(batch)?);
-        progress(((step + 1) * TEXTS_PER_STEP).min(texts.len()), texts.len());
+        progress(((step + 1) * TEXTS_PER_STEP).min(texts.len()), texts.len())?;
     }
     drop(master);
     let ids = student.pooled_ids(texts)?;
