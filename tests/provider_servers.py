@@ -27,8 +27,18 @@ import numpy as np
 import numpy.typing as npt
 
 Dialect = Literal["openai", "voyage", "gemini", "ollama"]
+DimsParam = Literal["honour", "ignore", "refuse"]
 
-__all__ = ["Dialect", "FakeServer", "Reply", "Seen", "SilentServer", "unit_vector", "vector_for"]
+__all__ = [
+    "Dialect",
+    "DimsParam",
+    "FakeServer",
+    "Reply",
+    "Seen",
+    "SilentServer",
+    "unit_vector",
+    "vector_for",
+]
 
 
 @dataclass
@@ -119,12 +129,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeServer:
-    """One provider's API on ``127.0.0.1``; ``key=None`` accepts any key or none."""
+    """One provider's API on ``127.0.0.1``; ``key=None`` accepts any key or none.
+
+    ``dims_param`` is what it does with a requested width (``dimensions`` and its kin): honour
+    it like a Matryoshka model, ignore it like Ollama with most models, or refuse the request
+    with a 400 like vLLM serving a model that cannot shorten its vectors.
+    """
 
     def __init__(self, dialect: Dialect, *, key: str | None, dims: int = 8) -> None:
         self.dialect = dialect
         self.key = key
         self.dims = dims
+        self.dims_param: DimsParam = "honour"
         self.requests: list[Seen] = []
         self.hook: Hook | None = None
         self.stopping = threading.Event()
@@ -177,7 +193,10 @@ class FakeServer:
         if not re.fullmatch(_PATHS[self.dialect], seen.path) or not isinstance(seen.body, dict):
             return Reply(404, {"error": {"message": f"no route {seen.path}"}})
         texts = seen.texts
-        dims = self._requested_dims(seen.body) or self.dims
+        requested = self._requested_dims(seen.body)
+        if requested is not None and self.dims_param == "refuse":
+            return Reply(400, {"error": {"message": "this model does not support dimensions"}})
+        dims = (requested if self.dims_param == "honour" else None) or self.dims
         vectors = [vector_for(text, dims) for text in texts]
         tokens = TOKENS_PER_TEXT * len(texts)
         if self.dialect == "gemini":

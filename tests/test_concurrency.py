@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -52,6 +53,36 @@ def test_a_holder_in_this_very_process_is_named_as_such(make_repo: MakeRepo) -> 
         ):
             other.index(progress=False, wait=False)
     assert busy.value.holder.startswith(f"pid {os.getpid()} (this very process: ")
+
+
+def test_opening_an_index_never_waits_for_a_writer_holding_the_database(
+    make_repo: MakeRepo,
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root) as index:
+        index.index(progress=False)
+        database = index.index_dir / "index.db"
+    # A writer in the middle of a long transaction (or stopped with ^Z while in one).
+    writer = sqlite3.connect(database, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        # Before, every open took the write lock: this failed after the 30 s busy timeout.
+        cli = subprocess.run(
+            [sys.executable, "-m", "coderecall", "search", "TokenStore", "--json"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert cli.returncode == 0, cli.stderr
+        assert json.loads(cli.stdout)[0]["path"] == "src/shop/auth.py"
+        with CodeIndex(root) as index:
+            assert index.status().files == len(SAMPLE_PROJECT)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert [p.name for p in root.glob(".git/coderecall*")] == ["coderecall"]
 
 
 def test_a_second_writer_fails_at_once_waits_or_times_out_as_asked(

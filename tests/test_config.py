@@ -175,6 +175,12 @@ def test_unknown_override_key_is_an_error(tmp_path: Path) -> None:
         ("max-file-size = 0", "max-file-size"),
         ("max-file-size = 1.5", "max-file-size"),
         ("index-dir = 3", "index-dir"),
+        ("[embedding]\nmax-retries = -1", "embedding.max-retries"),
+        ('[embedding]\nread-timeout = "0s"', "embedding.read-timeout"),
+        ('[embedding]\nconnect-timeout = "soon"', "embedding.connect-timeout"),
+        ("[embedding]\nbackoff-max = -1", "embedding.backoff-max"),
+        ("[embedding]\ninput-token-limit = 0", "embedding.input-token-limit"),
+        ('[embedding]\napi-key-env = "1ST_KEY"', "embedding.api-key-env"),
     ],
 )
 def test_bad_value_names_key_and_file(tmp_path: Path, line: str, key: str) -> None:
@@ -276,3 +282,39 @@ def test_prompts_are_kept_as_written(tmp_path: Path) -> None:
     assert Config().embedding_query_prompt is None
     with pytest.raises(ConfigError, match=r"embedding_query_prompt.*expected a string"):
         Config(embedding_query_prompt=3)  # type: ignore[arg-type]
+
+
+def test_remote_request_tuning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(
+        tmp_path,
+        ".coderecall.toml",
+        '[embedding]\nmax-retries = 0\nread-timeout = "500ms"\nconnect-timeout = 2\n'
+        'backoff-max = "2m"\ninput-token-limit = 480\n',
+    )
+    config = load_config(tmp_path)
+    assert config.embedding_max_retries == 0
+    assert config.embedding_read_timeout == 0.5
+    assert config.embedding_connect_timeout == 2.0
+    assert config.embedding_backoff_max == 120.0
+    assert config.embedding_input_token_limit == 480
+    monkeypatch.setenv("CODERECALL_EMBEDDING_MAX_RETRIES", "3")
+    assert load_config(tmp_path).embedding_max_retries == 3
+    assert Config().embedding_max_retries is None, "unset: the provider's default"
+
+
+@pytest.mark.parametrize("where", ["file", "environment"])
+def test_a_key_given_as_api_key_env_is_refused_and_never_echoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    key = "sk-proj-SECRETKEY1234567890abcdef"
+    if where == "file":
+        write(tmp_path, ".coderecall.toml", f'[embedding]\napi-key-env = "{key}"\n')
+    else:
+        monkeypatch.setenv("CODERECALL_EMBEDDING_API_KEY_ENV", key)
+    with pytest.raises(ConfigError, match="looks like a key, not a variable name") as caught:
+        load_config(tmp_path)
+    assert key not in str(caught.value)
+    assert "SECRETKEY" not in repr(caught.value)
+    monkeypatch.setenv("CODERECALL_EMBEDDING_API_KEY_ENV", " MY_EMBEDDER_KEY ")
+    write(tmp_path, ".coderecall.toml", "")
+    assert load_config(tmp_path).embedding_api_key_env == "MY_EMBEDDER_KEY"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,37 @@ def test_auto_without_a_model_is_lexical_only_and_says_how_to_enable_semantic_se
     assert hits
     assert all(hit.channels == ("lexical",) for hit in hits)
     assert not vector_files(index)
+
+
+def test_auto_passes_over_a_cached_model_that_does_not_load(
+    make_repo: MakeRepo, static_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "models"
+    broken = shutil.copytree(static_model, cache / "a-cut-short")
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])  # a download cut short
+    monkeypatch.setenv("CODERECALL_MODELS", str(cache))
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root) as index:
+        alone = index.index(progress=False)
+        assert alone.embedding_model is None
+        assert alone.notices
+        assert "a-cut-short" in alone.notices[0]
+        assert "semantic search is off" in alone.notices[0]
+        assert index.search("refresh_token")
+    shutil.copytree(static_model, cache / "b-whole")
+    with CodeIndex(root) as index:
+        report = index.index(progress=False)
+        assert report.embedding_model is not None
+        assert report.embedding_model.startswith("static:b-whole:")
+        assert report.notices == ()
+        assert any("semantic" in hit.channels for hit in index.search(NATURAL, limit=20))
+    # Named in the configuration, the same model is an error: the user asked for it.
+    with (
+        CodeIndex(root, {"embedding": {"model": "a-cut-short"}}) as index,
+        pytest.raises(ModelError),
+    ):
+        index.index(progress=False)
 
 
 def test_new_chunking_rules_chunk_again_and_keep_the_embeddings(

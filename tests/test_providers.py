@@ -312,6 +312,113 @@ def test_huge_inputs_are_cut_to_the_input_limit(serve: Serve) -> None:
     assert server.requests[0].texts[1] == "small"
 
 
+def test_the_input_token_limit_can_be_lowered(serve: Serve) -> None:
+    server = serve("openai")
+    long = "alpha beta(gamma);\n" * 100  # about 600 estimated tokens
+    with connect("openai-compatible", server.url, input_token_limit=50) as embedder:
+        embedder.embed_documents([long, "small"])
+    sent = server.requests[-1].texts
+    assert long.startswith(sent[0])
+    assert 40 < estimate_tokens(sent[0]) <= 50
+    assert sent[1] == "small"
+
+
+# -- inputs the service refuses ---------------------------------------------------------------
+
+
+def _refusing_long_inputs(limit: int) -> Callable[[Seen], Reply | None]:
+    """A server whose model reads at most ``limit`` characters, as TEI and vLLM refuse an
+    input over a short model's context: HTTP 400 for the whole batch."""
+
+    def hook(seen: Seen) -> Reply | None:
+        if any(len(text) > limit for text in seen.texts):
+            return Reply(400, {"error": {"message": "Input validation error: too many tokens"}})
+        return None
+
+    return hook
+
+
+def test_a_refused_input_is_found_and_sent_shortened(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = serve("openai")
+    server.hook = _refusing_long_inputs(400)
+    long = "def handler(request):\n    return response.json()\n" * 20  # 1000 characters
+    texts = [f"chunk {i}" for i in range(8)]
+    texts[5] = long
+    with (
+        caplog.at_level(logging.WARNING, "coderecall"),
+        connect("openai-compatible", server.url, batch_size=8) as embedder,
+    ):
+        rows = embedder.embed_documents(texts)
+    # The batch, its halves, the refused half's halves, and so on down to the one input.
+    assert [len(seen.texts) for seen in server.requests[:7]] == [8, 4, 4, 2, 2, 1, 1]
+    (cut,) = server.requests[-1].texts
+    assert long.startswith(cut)
+    assert 0 < len(cut) <= 400
+    assert len(server.requests) <= 7 + 2
+    shortened = [*texts[:5], cut, *texts[6:]]
+    assert_rows(rows, shortened, 8)
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING
+    message = record.getMessage()
+    assert "input 6 of 8" in message
+    assert f"{len(long)} characters" in message
+    assert "embedding.input-token-limit" in message
+    assert "handler" not in message, "never the text itself"
+
+
+def test_a_request_refused_whole_costs_three_requests(serve: Serve) -> None:
+    server = serve("openai")
+    server.hook = lambda seen: Reply(400, {"error": {"message": "model 'nope' does not exist"}})
+    texts = [f"chunk {i} " * 30 for i in range(64)]
+    with (
+        connect("openai-compatible", server.url) as embedder,
+        pytest.raises(ProviderError, match="model 'nope' does not exist") as caught,
+    ):
+        embedder.embed_documents(texts)
+    assert type(caught.value) is ProviderError
+    assert caught.value.status == 400
+    assert "input" not in str(caught.value), "not about one input"
+    assert [len(seen.texts) for seen in server.requests] == [64, 32, 32]
+
+
+def test_an_input_refused_even_shortened_is_named(serve: Serve) -> None:
+    server = serve("openai")
+    filtered = "FORBIDDEN " + "word " * 200
+
+    def hook(seen: Seen) -> Reply | None:
+        if any(text.startswith("FORBIDDEN") for text in seen.texts):
+            return Reply(422, {"detail": "content filtered"})
+        return None
+
+    server.hook = hook
+    texts = ["a", "b", filtered, "c"]
+    with (
+        connect("openai-compatible", server.url) as embedder,
+        pytest.raises(ProviderError, match="content filtered") as caught,
+    ):
+        embedder.embed_documents(texts)
+    message = str(caught.value)
+    assert f"input 3 of 4 ({len(filtered)} characters" in message
+    assert "even cut to 1/16" in message
+    assert caught.value.status == 422
+    # The batch, two halves, two quarters, then four ever shorter cuts: bounded.
+    assert len(server.requests) == 1 + 2 + 2 + 4
+
+
+@pytest.mark.parametrize("status", [401, 404, 429])
+def test_other_refusals_are_not_split(serve: Serve, status: int) -> None:
+    server = serve("openai")
+    server.hook = lambda seen: Reply(status, {"error": {"message": "no"}})
+    with (
+        connect("openai-compatible", server.url, max_retries=0) as embedder,
+        pytest.raises(ProviderError),
+    ):
+        embedder.embed_documents([f"chunk {i}" for i in range(8)])
+    assert len(server.requests) == 1
+
+
 def test_concurrent_batches_keep_the_input_order(serve: Serve) -> None:
     server = serve("openai")
     texts = [f"chunk {i}" for i in range(12)]
@@ -422,7 +529,7 @@ def test_a_retry_after_beyond_backoff_max_fails_at_once(serve: Serve) -> None:
     server.queue(Reply(429, {"error": {"message": "daily quota"}}, {"Retry-After": "3600"}))
     with connect("openai", server.url, dims=8, backoff_max=1.0) as embedder:
         started = time.monotonic()
-        with pytest.raises(ProviderUnavailableError, match="backoff_max"):
+        with pytest.raises(ProviderUnavailableError, match=r"raise embedding\.backoff-max"):
             embedder.embed_documents(["a"])
     assert time.monotonic() - started < 1.0
     assert len(server.requests) == 1
@@ -442,7 +549,10 @@ def test_answers_that_never_come_in_time(serve: Serve) -> None:
     server.hook = lambda seen: Reply(delay=1.0)
     with connect("openai", server.url, dims=8, read_timeout=0.2, max_retries=1) as embedder:
         started = time.monotonic()
-        with pytest.raises(ProviderUnavailableError, match=r"read_timeout=0\.2") as caught:
+        with pytest.raises(
+            ProviderUnavailableError,
+            match=r"embedding\.read-timeout = 0\.2 s.*embedding\.max-retries",
+        ) as caught:
             embedder.embed_documents(["a"])
     assert time.monotonic() - started < 1.0
     assert caught.value.status is None
@@ -468,7 +578,7 @@ def test_a_query_waits_less_than_indexing_on_a_hung_server(
         connect("openai", silent.url, dims=8, read_timeout=30, max_retries=5) as embedder,
     ):
         started = time.monotonic()
-        with pytest.raises(ProviderUnavailableError, match=r"read_timeout=0\.2"):
+        with pytest.raises(ProviderUnavailableError, match=r"within 0\.2 s \(a query"):
             embedder.embed_query("where is the retry loop")
         assert embedder.usage.requests == 2, "one quick retry"
     assert time.monotonic() - started < 5, "not the 30 s an indexing batch may wait"
@@ -532,7 +642,9 @@ def test_vectors_of_an_unexpected_width(serve: Serve) -> None:
     server.hook = lambda seen: Reply(body={"embeddings": [{"values": [0.5] * 8}]})
     with (
         connect("gemini", server.url, dims=16) as embedder,
-        pytest.raises(ProviderResponseError, match="8-dimensional vectors where 16"),
+        pytest.raises(
+            ProviderResponseError, match=r"8-dimensional vectors although embedding\.dims = 16"
+        ),
     ):
         embedder.embed_documents(["a"])
 
@@ -678,8 +790,10 @@ def test_closed_embedders_refuse_work(serve: Serve) -> None:
         ({"read_timeout": 0}, "read_timeout"),
         ({"max_retries": -1}, "max_retries"),
         ({"request_interval": float("nan")}, "request_interval"),
-        ({"backoff_base": 2.0, "backoff_max": 1.0}, "backoff_max"),
         ({"api_key_env": " "}, "api_key_env"),
+        ({"api_key_env": "2KEYS"}, "api_key_env"),
+        ({"expected_dims": 0}, "expected_dims"),
+        ({"input_token_limit": 0}, "input_token_limit"),
     ],
 )
 def test_settings_are_checked(overrides: dict[str, Any], key: str) -> None:
@@ -742,3 +856,98 @@ def test_a_query_gets_one_quick_retry_so_a_search_can_fall_back(serve: Serve) ->
     ):
         embedder.embed_query("where is the retry loop")
     assert len(server.requests) == 2
+
+
+def test_a_query_does_not_wait_out_a_long_retry_after(serve: Serve) -> None:
+    server = serve("openai")
+    server.hook = lambda seen: Reply(
+        429, {"error": {"message": "slow down"}}, {"Retry-After": "45"}
+    )
+    with connect("openai", server.url, dims=8, backoff_max=60) as embedder:
+        started = time.monotonic()
+        with pytest.raises(ProviderUnavailableError, match="45 s, more than the 3 s a query"):
+            embedder.embed_query("where is the retry loop")
+        assert time.monotonic() - started < 2
+        assert len(server.requests) == 1
+        # Indexing still honours it, up to backoff_max.
+        server.hook = None
+        server.queue(Reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0.5"}))
+        assert_rows(embedder.embed_documents(["a"]), ["a"], 8)
+    limited, retried = server.requests[1:]
+    assert retried.arrived - limited.answered >= 0.49
+
+
+def test_a_query_does_not_wait_behind_a_rate_limit_of_indexing(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_base, "_QUERY_MAX_WAIT", 0.2)
+    server = serve("openai")
+    server.queue(Reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "1.5"}))
+    with connect("openai", server.url, dims=8, backoff_max=60) as embedder:
+        indexing = threading.Thread(target=embedder.embed_documents, args=(["a"],))
+        indexing.start()
+        deadline = time.monotonic() + 5
+        while embedder._transport._gate <= time.monotonic() < deadline:  # shut by the 429
+            time.sleep(0.01)
+        started = time.monotonic()
+        with pytest.raises(ProviderUnavailableError, match="rate limit"):
+            embedder.embed_query("where is the retry loop")
+        assert time.monotonic() - started < 0.5
+        indexing.join()
+    assert len(server.requests) == 2, "the query sent nothing"
+
+
+# -- a width learnt earlier is expected, never asked for ---------------------------------------
+
+
+def test_an_expected_width_is_never_sent(serve: Serve) -> None:
+    server = serve("openai", dims=12)
+    server.dims_param = "refuse"
+    with connect("openai-compatible", server.url, expected_dims=12) as embedder:
+        assert embedder.known_dims == 12
+        assert embedder.model_id.startswith("openai-compatible:local-model:12@")
+        assert_rows(embedder.embed_documents(TEXTS), TEXTS, 12)
+        embedder.embed_query("where")
+        embedder.confirm_dims()  # confirmed by the answers already: nothing sent
+    assert len(server.requests) == 2
+    assert not [seen for seen in server.requests if "dimensions" in seen.body]
+
+
+def test_a_model_that_changed_width_is_a_new_model(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = serve("ollama", key=None, dims=16)
+    server.dims_param = "ignore"
+    with connect("ollama", server.url, model="mxbai", expected_dims=12) as embedder:
+        # A search trusts the width without asking, and fails at once when it is wrong.
+        with pytest.raises(ProviderResponseError, match="now returns 16-dimensional vectors"):
+            embedder.embed_query("where")
+        assert len(server.requests) == 1, "not asked again"
+        with caplog.at_level(logging.WARNING, "coderecall"):
+            embedder.confirm_dims()  # what an index run does first
+        assert embedder.dims == 16
+        assert ":mxbai:16@" in embedder.model_id
+        assert "now returns 16-dimensional vectors" in caplog.records[0].getMessage()
+        assert_rows(embedder.embed_documents(["a"]), ["a"], 16)
+    assert not [seen for seen in server.requests if "dimensions" in seen.body]
+
+
+def test_an_unchecked_width_stands_when_the_server_is_down() -> None:
+    with SilentServer() as silent:
+        settings = settings_for("openai-compatible", silent.url, expected_dims=12, read_timeout=0.2)
+        with make_provider(settings) as embedder:
+            embedder.confirm_dims()
+            assert embedder.dims == 12
+            assert embedder.usage.requests == 1, "no retry: the width stands"
+
+
+def test_a_key_given_as_the_variable_name_is_refused_unechoed() -> None:
+    with pytest.raises(ConfigError, match="looks like a key, not a variable name") as caught:
+        ProviderSettings("openai", api_key_env=SECRET)
+    assert SECRET not in str(caught.value)
+    assert ProviderSettings("openai", api_key_env="MY_KEY_2").api_key_env == "MY_KEY_2"
+
+
+def test_backoff_max_below_the_base_lowers_it() -> None:
+    settings = ProviderSettings("openai", backoff_base=2.0, backoff_max=0.0)
+    assert (settings.backoff_base, settings.backoff_max) == (0.0, 0.0)

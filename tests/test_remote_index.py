@@ -6,6 +6,7 @@ working lexical index with the rest pending for the next run."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,9 @@ import pytest
 import coderecall._index as index_module
 from coderecall import CodeIndex
 from coderecall._embedding import select_embedding
+from coderecall._providers import estimate_tokens
 from helpers import SAMPLE_PROJECT, MakeRepo, git
-from provider_servers import FakeServer, Reply
+from provider_servers import FakeServer, Reply, Seen, SilentServer
 
 KEY = "sk-remote-index-test-0123456789"
 NATURAL = "refresh the access token before it expires"
@@ -200,3 +202,121 @@ def test_the_key_never_reaches_the_index_or_the_report(
     for path in Path(index_dir).rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+
+
+LONG_LINE = 'BANNER = "' + "=-" * 1000 + '"\n\n\ndef print_report(rows):\n    print(BANNER, rows)\n'
+"""A line of 2,000 characters: a chunk longer than any other, too long for the server below."""
+
+
+@pytest.mark.parametrize("limit", [None, 200])
+def test_a_chunk_the_server_refuses_no_longer_blocks_the_rest(
+    make_repo: MakeRepo,
+    server: FakeServer,
+    caplog: pytest.LogCaptureFixture,
+    limit: int | None,
+) -> None:
+    # A self-hosted model with a short context behind an OpenAI-compatible server refuses
+    # the whole batch holding one long input; every run used to stop at that batch.
+    root = make_repo({**SAMPLE_PROJECT, "src/shop/reports.py": LONG_LINE})
+
+    def short_context(seen: Seen) -> Reply | None:
+        if any(len(text) > 1500 for text in seen.texts):  # the others are at most 1,200
+            return Reply(400, {"error": {"message": "input is longer than 512 tokens"}})
+        return None
+
+    server.hook = short_context
+    tuning = {} if limit is None else {"input_token_limit": limit}
+    with CodeIndex(root, settings(server, batch_size=4, concurrency=1, **tuning)) as index:
+        with caplog.at_level(logging.WARNING, "coderecall"):
+            report = index.index(progress=False)
+        assert report.embedding_error is None
+        assert report.embeddings_pending == 0
+        shortened = [r for r in caplog.records if "embedded cut to" in r.getMessage()]
+        refused = [seen for seen in server.requests if any(len(t) > 1500 for t in seen.texts)]
+        if limit is None:
+            assert len(shortened) == 1
+            assert refused
+            assert any(text.startswith("BANNER") for text in embedded_texts(server))
+        else:  # the user said what the model reads: nothing is refused
+            assert (shortened, refused) == ([], [])
+            assert max(estimate_tokens(text) for text in embedded_texts(server)) <= limit
+        assert "semantic" in index.search(NATURAL)[0].channels
+
+
+def test_the_width_recorded_by_the_index_is_never_sent(
+    make_repo: MakeRepo, server: FakeServer
+) -> None:
+    server.dims_param = "refuse"  # as vLLM answers for a model that cannot shorten vectors
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root, settings(server)) as index:
+        assert index.index(progress=False).embedding_error is None
+    (root / "src/shop/extra.py").write_text("def extra(): return 1\n")
+    with CodeIndex(root, settings(server)) as index:
+        report = index.index(progress=False)
+        assert report.embedding_error is None
+        assert report.chunks_embedded >= 1
+        assert "semantic" in index.search(NATURAL)[0].channels
+    assert not [seen for seen in server.requests if "dimensions" in seen.body]
+
+
+def test_a_model_that_changed_width_is_re_embedded_apart(
+    make_repo: MakeRepo, server: FakeServer
+) -> None:
+    server.dims_param = "ignore"  # as Ollama does for most models
+    server.dims = 12
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root, settings(server)) as index:
+        first = index.index(progress=False)
+    assert first.embedding_model is not None
+    assert ":fake-embedder:12@" in first.embedding_model
+    server.dims = 16  # another model under the same name
+    with CodeIndex(root, settings(server)) as index:
+        started = time.monotonic()
+        hits = index.search(NATURAL)
+        assert time.monotonic() - started < 5
+        assert all(hit.channels == ("lexical",) for hit in hits)
+    with CodeIndex(root, settings(server)) as index:
+        report = index.index(progress=False)
+        assert report.embedding_error is None
+        assert report.embedding_model is not None
+        assert ":fake-embedder:16@" in report.embedding_model
+        assert report.chunks_embedded == first.chunks_embedded, "all of it, under the new id"
+        assert "semantic" in index.search(NATURAL)[0].channels
+
+
+def test_a_search_does_not_wait_out_a_long_retry_after(
+    make_repo: MakeRepo, server: FakeServer
+) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root, settings(server)) as index:
+        index.index(progress=False)
+    server.queue(Reply(429, {"error": {"message": "rate limited"}}, {"Retry-After": "45"}))
+    with CodeIndex(root, settings(server)) as index:
+        started = time.monotonic()
+        hits = index.search(NATURAL)
+        assert time.monotonic() - started < 5, "one quick try, then lexical hits"
+    assert hits
+    assert all(hit.channels == ("lexical",) for hit in hits)
+
+
+def test_timeouts_and_retries_come_from_the_config(make_repo: MakeRepo) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    with SilentServer() as silent:
+        config = {
+            "embedding": {
+                "provider": "openai-compatible",
+                "base-url": silent.url + "/v1",
+                "model": "hung",
+                "dims": 8,
+                "read-timeout": "200ms",
+                "max-retries": 0,
+                "backoff-max": 1,
+            }
+        }
+        with CodeIndex(root, config) as index:
+            started = time.monotonic()
+            report = index.index(progress=False)
+            assert time.monotonic() - started < 10
+    assert report.embedding_error is not None
+    assert "no answer within embedding.read-timeout = 0.2 s" in report.embedding_error
+    assert "embedding.max-retries" in report.embedding_error

@@ -41,34 +41,44 @@ The ``[embedding]`` table (``[tool.coderecall.embedding]`` in ``pyproject.toml``
 environment ``CODERECALL_EMBEDDING_PROVIDER`` and so on; in overrides a nested mapping or
 ``embedding_provider=...``) chooses the semantic channel:
 
-====================  ==========  ========  ===================================================
-key                   type        default   meaning
-====================  ==========  ========  ===================================================
-``provider``          name        ``auto``  ``auto``, ``static``, ``transformer``, ``none``, or
-                                            a remote API: ``openai``, ``openai-compatible``,
-                                            ``voyage``, ``gemini``, ``ollama``
-``model``             str                   a local model folder or cache name, or the
-                                            remote model id
-``base-url``          str                   the API's address (required for
-                                            ``openai-compatible``)
-``api-key-env``       str                   variable holding the API key (each provider has
-                                            its usual default, such as ``OPENAI_API_KEY``)
-``api-key``           str                   the key itself; better kept in the environment
-``dims``              int >= 1              vector length to ask a remote API for
-``batch-size``        int >= 1              inputs per request (default: the API's limit)
-``concurrency``       int >= 1              requests in flight
-``max-tokens``        int >= 1    ``256``   tokens a transformer reads of each chunk
-``query-prompt``      str                   text put before every query a transformer
-                                            embeds (default: the model folder's, e5's
-                                            ``"query: "``; ``""`` for none)
-``document-prompt``   str                   the same before every chunk and memory record
-``quantization``      name        ``bf16``  how the vector graph stores vectors: ``bf16``,
-                                            ``f16`` (same memory, slower inserts), or ``i8``
-                                            (half the memory, faster inserts, slightly lower
-                                            recall)
-``weight``            0 to 1                share of the semantic channel in hybrid ranking
-                                            (default: 0.1 for a static model, 0.5 for others)
-====================  ==========  ========  ===================================================
+=====================  ==========  ========  ===================================================
+key                    type        default   meaning
+=====================  ==========  ========  ===================================================
+``provider``           name        ``auto``  ``auto``, ``static``, ``transformer``, ``none``, or
+                                             a remote API: ``openai``, ``openai-compatible``,
+                                             ``voyage``, ``gemini``, ``ollama``
+``model``              str                   a local model folder or cache name, or the
+                                             remote model id
+``base-url``           str                   the API's address (required for
+                                             ``openai-compatible``)
+``api-key-env``        name                  variable holding the API key (each provider has
+                                             its usual default, such as ``OPENAI_API_KEY``);
+                                             a name, never the key itself
+``api-key``            str                   the key itself; better kept in the environment
+``dims``               int >= 1              vector length to ask a remote API for (sent
+                                             as ``dimensions``; unset, the model's own)
+``batch-size``         int >= 1              inputs per request (default: the API's limit)
+``concurrency``        int >= 1              requests in flight
+``input-token-limit``  int >= 1              tokens of each input sent to a remote API
+                                             (default: the API's limit; lower it for a
+                                             self-hosted model with a shorter context)
+``max-retries``        int >= 0    ``6``     retries of a failed remote request
+``read-timeout``       duration    ``60s``   wait for a remote answer
+``connect-timeout``    duration    ``10s``   wait for a connection to a remote API
+``backoff-max``        duration    ``60s``   longest pause before a retry; a longer
+                                             ``Retry-After`` fails at once
+``max-tokens``         int >= 1    ``256``   tokens a transformer reads of each chunk
+``query-prompt``       str                   text put before every query a transformer
+                                             embeds (default: the model folder's, e5's
+                                             ``"query: "``; ``""`` for none)
+``document-prompt``    str                   the same before every chunk and memory record
+``quantization``       name        ``bf16``  how the vector graph stores vectors: ``bf16``,
+                                             ``f16`` (same memory, slower inserts), or ``i8``
+                                             (half the memory, faster inserts, slightly lower
+                                             recall)
+``weight``             0 to 1                share of the semantic channel in hybrid ranking
+                                             (default: 0.1 for a static model, 0.5 for others)
+=====================  ==========  ========  ===================================================
 
 ``auto`` uses the configured local ``model``, else a model already in the user's model cache
 (static before transformer), else runs lexical-only and says which command enables semantic
@@ -152,6 +162,11 @@ class Config:
     embedding_dims: int | None = None
     embedding_batch_size: int | None = None
     embedding_concurrency: int | None = None
+    embedding_input_token_limit: int | None = None
+    embedding_max_retries: int | None = None
+    embedding_read_timeout: float | None = None
+    embedding_connect_timeout: float | None = None
+    embedding_backoff_max: float | None = None
     embedding_max_tokens: int = 256
     embedding_query_prompt: str | None = None
     embedding_document_prompt: str | None = None
@@ -290,7 +305,7 @@ def _convert(name: str, key: str, value: object, source: _Source) -> object:
     except _InvalidValueError as exc:
         raise ConfigError(
             f"{source.label}: invalid value for {key!r}: expected {exc}, got "
-            + ("a hidden value" if name in _SECRET else repr(value)),
+            + _SECRET.get(name, repr(value)),
             key=key,
             source=source.label,
         ) from None
@@ -362,6 +377,17 @@ def _to_duration(value: object, source: _Source) -> float:
     return seconds
 
 
+def _to_optional_duration(value: object, source: _Source) -> float | None:
+    return None if value is None else _to_duration(value, source)
+
+
+def _to_optional_timeout(value: object, source: _Source) -> float | None:
+    seconds = _to_optional_duration(value, source)
+    if seconds == 0:
+        raise _InvalidValueError(_DURATION_EXPECTED.replace("a duration", "a positive duration"))
+    return seconds
+
+
 def _to_index_dir(value: object, source: _Source) -> Path | None:
     if value is None:
         return None
@@ -422,11 +448,38 @@ def _to_optional_count(value: object, source: _Source) -> int | None:
     return None if value is None else _to_count(value, source)
 
 
+def _to_optional_retries(value: object, source: _Source) -> int | None:
+    if value is None:
+        return None
+    if source.text and isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise _InvalidValueError("a whole number of at least 0") from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _InvalidValueError("a whole number of at least 0")
+    return min(value, MAX_COUNT)
+
+
 def _to_prompt(value: object, source: _Source) -> str | None:
     # As written: a prompt's trailing space is part of it, and "" means none.
     if value is None or isinstance(value, str):
         return value
     raise _InvalidValueError("a string")
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _to_env_name(value: object, source: _Source) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _ENV_NAME.fullmatch(value.strip()):
+        raise _InvalidValueError(
+            "the name of an environment variable (letters, digits and underscores, not "
+            "starting with a digit)"
+        )
+    return value.strip()
 
 
 def _to_optional_text(value: object, source: _Source) -> str | None:
@@ -466,7 +519,12 @@ def _one_of(names: tuple[str, ...]) -> Callable[[object, _Source], str]:
 
 
 _TABLES = ("embedding",)
-_SECRET = frozenset({"embedding_api_key"})
+_SECRET = {
+    "embedding_api_key": "a hidden value",
+    # Never echoed: the usual slip is the key itself where its variable's name belongs.
+    "embedding_api_key_env": "a value that looks like a key, not a variable name",
+}
+"""What a message says in place of a bad value that may be a secret."""
 
 _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "include": _to_globs,
@@ -484,10 +542,15 @@ _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "embedding_model": _to_optional_text,
     "embedding_base_url": _to_optional_text,
     "embedding_api_key": _to_optional_text,
-    "embedding_api_key_env": _to_optional_text,
+    "embedding_api_key_env": _to_env_name,
     "embedding_dims": _to_optional_count,
     "embedding_batch_size": _to_optional_count,
     "embedding_concurrency": _to_optional_count,
+    "embedding_input_token_limit": _to_optional_count,
+    "embedding_max_retries": _to_optional_retries,
+    "embedding_read_timeout": _to_optional_timeout,
+    "embedding_connect_timeout": _to_optional_timeout,
+    "embedding_backoff_max": _to_optional_duration,
     "embedding_max_tokens": _to_count,
     "embedding_query_prompt": _to_prompt,
     "embedding_document_prompt": _to_prompt,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._config import Config
 from ._errors import ConfigError, ModelError
@@ -69,34 +69,14 @@ def select_embedding(
     if provider == "none":
         return EmbeddingChoice("none", None, None)
     if provider in ("auto", *_LOCAL):
-        info = _local_model(config, provider)
-        if info is None:
-            if provider == "auto":
-                return EmbeddingChoice("none", None, None, notice=_lexical_only_notice())
-            raise ModelError(
-                f"embedding.provider is {provider!r} but no {provider} model is configured "
-                f"(embedding.model) or in the model cache {models_dir()}; "
-                f"`coderecall model pull MODEL_ID` downloads one"
-            )
-        if info.kind == "static":
-            embedder = Embedder.static_model(info.path)
-        else:
-            embedder = Embedder.transformer(
-                info.path,
-                config.embedding_max_tokens,
-                query_prompt=config.embedding_query_prompt,
-                document_prompt=config.embedding_document_prompt,
-            )
-        return EmbeddingChoice(
-            info.kind,
-            info.name,
-            local_model_id(info, embedder.dims, embedder.recipe),
-            embedder=embedder,
-        )
-    remote = _remote(config, None)
+        return _local_choice(config, provider)
+    remote = _remote(config)
     hint = (recorded or {}).get("dims")
-    if remote.known_dims is None and isinstance(hint, int):
-        hinted = _remote(config, hint)
+    if remote.known_dims is None and isinstance(hint, int) and hint > 0:
+        # The width recorded for this very model is only expected, never sent (a server may
+        # refuse `dimensions`): a search trusts it, an index run checks it (confirm_dims), so
+        # a model that changed width under its name gets a new model id and is re-embedded.
+        hinted = _remote(config, expected_dims=hint)
         if hinted.model_id == (recorded or {}).get("model_id"):
             remote.close()
             remote = hinted
@@ -105,6 +85,8 @@ def select_embedding(
     if not probe and remote.known_dims is None:
         return EmbeddingChoice(provider, remote.model, None, remote=remote)
     try:
+        if probe:
+            remote.confirm_dims()
         embedder = Embedder.delegate(remote, remote.dims)
     except BaseException:
         remote.close()
@@ -114,7 +96,14 @@ def select_embedding(
     )
 
 
-def _remote(config: Config, dims: int | None) -> RemoteEmbedder:
+def _remote(config: Config, *, expected_dims: int | None = None) -> RemoteEmbedder:
+    # What the user left unset keeps the settings' defaults.
+    tuning: dict[str, Any] = {
+        "max_retries": config.embedding_max_retries,
+        "read_timeout": config.embedding_read_timeout,
+        "connect_timeout": config.embedding_connect_timeout,
+        "backoff_max": config.embedding_backoff_max,
+    }
     return make_provider(
         ProviderSettings(
             provider=config.embedding_provider,
@@ -122,16 +111,21 @@ def _remote(config: Config, dims: int | None) -> RemoteEmbedder:
             base_url=config.embedding_base_url,
             api_key=config.embedding_api_key,
             api_key_env=config.embedding_api_key_env,
-            dims=config.embedding_dims or dims,
+            dims=config.embedding_dims,
+            expected_dims=expected_dims,
+            input_token_limit=config.embedding_input_token_limit,
             batch_size=config.embedding_batch_size,
             concurrency=config.embedding_concurrency,
+            **{name: value for name, value in tuning.items() if value is not None},
         )
     )
 
 
-def _local_model(config: Config, provider: str) -> ModelInfo | None:
-    """The configured model, else the cache's first static model, else its first
-    transformer (only those of ``provider``'s kind unless it is ``auto``)."""
+def _local_choice(config: Config, provider: str) -> EmbeddingChoice:
+    """The configured local model (its failure to load is the caller's error), else the
+    first of the cache's models of ``provider``'s kind that loads: a model in the cache that
+    cannot run (a pooling the engine lacks, a truncated download) must not take semantic
+    search, or every index and search, down with it while another one would serve."""
     if config.embedding_model is not None:
         info = describe(find_model(config.embedding_model))
         if provider in _LOCAL and info.kind != provider:
@@ -140,14 +134,45 @@ def _local_model(config: Config, provider: str) -> ModelInfo | None:
                 f"embedding.provider is {provider!r}",
                 key="embedding.model",
             )
-        return info
+        return _load(config, info)
     cached = list_models()
-    for kind in _LOCAL:
-        if provider in ("auto", kind):
-            for info in cached:
-                if info.kind == kind:
-                    return info
-    return None
+    unusable: list[str] = []
+    for kind in _LOCAL:  # static first: the fast engine
+        for info in cached:
+            if info.kind != kind or provider not in ("auto", kind):
+                continue
+            try:
+                if info.problem is not None:
+                    raise ModelError(info.problem)
+                return _load(config, info)
+            except ModelError as exc:
+                unusable.append(f"{info.name} ({exc})")
+    if provider == "auto":
+        return EmbeddingChoice("none", None, None, notice=_lexical_only_notice(unusable))
+    found = f"; none of them loads: {'; '.join(unusable)}" if unusable else ""
+    raise ModelError(
+        f"embedding.provider is {provider!r} but no {provider} model is configured "
+        f"(embedding.model) or in the model cache {models_dir()}{found}; "
+        f"`coderecall model pull MODEL_ID` downloads one"
+    )
+
+
+def _load(config: Config, info: ModelInfo) -> EmbeddingChoice:
+    if info.kind == "static":
+        embedder = Embedder.static_model(info.path)
+    else:
+        embedder = Embedder.transformer(
+            info.path,
+            config.embedding_max_tokens,
+            query_prompt=config.embedding_query_prompt,
+            document_prompt=config.embedding_document_prompt,
+        )
+    return EmbeddingChoice(
+        info.kind,
+        info.name,
+        local_model_id(info, embedder.dims, embedder.recipe),
+        embedder=embedder,
+    )
 
 
 def local_model_id(info: ModelInfo, dims: int, recipe: str = "") -> str:
@@ -175,7 +200,13 @@ def local_model_id(info: ModelInfo, dims: int, recipe: str = "") -> str:
     return f"{info.kind}:{info.name}:{dims}:{digest.hexdigest()[:12]}"
 
 
-def _lexical_only_notice() -> str:
+def _lexical_only_notice(unusable: list[str]) -> str:
+    if unusable:
+        return (
+            f"semantic search is off: no model in {models_dir()} loads "
+            f"({'; '.join(unusable)}). `coderecall model pull {SUGGESTED_MODEL}` downloads a "
+            'small local model; set embedding.provider = "none" to silence this notice'
+        )
     return (
         f"semantic search is off: no embedding model in {models_dir()}. "
         f"`coderecall model pull {SUGGESTED_MODEL}` downloads a small local model "

@@ -28,7 +28,7 @@ from ._collect import collect, collect_paths, scope_of
 from ._config import MAX_COUNT, Config, load_config
 from ._context import ContextPack, build_context
 from ._embedding import EmbeddingChoice, select_embedding
-from ._errors import IndexCorruptError, ProviderError, QueryError, RootRefusedError, StoreError
+from ._errors import IndexCorruptError, ProviderError, QueryError, RootRefusedError
 from ._graph import (
     CallGraphResult,
     CallPath,
@@ -910,10 +910,12 @@ class CodeIndex:
                 self._ensure_index_dir()
                 try:
                     self._native = NativeIndex(str(self._index_dir), str(self._root))
-                except StoreError as exc:
+                except IndexCorruptError as exc:
+                    # Only damage: an index that is busy (another process holds its write lock
+                    # for long) or on a failing disk is not set aside, nor said to need it.
                     if not rebuild_broken:
                         hint = _REBUILD_HINT.format(self._index_dir)
-                        raise type(exc)(f"{exc}{hint}") from exc
+                        raise IndexCorruptError(f"{exc}{hint}") from exc
                     self._set_aside_broken_index()
                     self._native = NativeIndex(str(self._index_dir), str(self._root))
             return self._native

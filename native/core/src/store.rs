@@ -537,6 +537,11 @@ impl Store {
     }
 
     fn migrate(&mut self) -> Result<()> {
+        // Checked first without the write lock: opening an index that is up to date must not
+        // wait for a writer (a search while `index` publishes, or a writer stopped with ^Z).
+        if self.schema_version()? == SCHEMA_VERSION && self.chunker_is_current()? {
+            return Ok(());
+        }
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -591,6 +596,16 @@ impl Store {
             self.conn.busy_timeout(BUSY_TIMEOUT)?;
         }
         Ok(())
+    }
+
+    fn chunker_is_current(&self) -> Result<bool> {
+        let chunker: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'chunker'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok(chunker == Some(crate::chunk::VERSION.to_string()))
     }
 
     pub fn schema_version(&self) -> Result<i64> {

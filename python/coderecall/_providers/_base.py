@@ -5,6 +5,9 @@ A provider subclass only says how to build one request and read one answer
 defaults as class attributes. Everything else lives here:
 
 * texts are cut to the provider's per-input token limit, so a huge chunk never earns a 400;
+  a batch that earns one all the same (a self-hosted model with a shorter context than its
+  server's API suggests) is split to find the input, which is sent shortened rather than
+  stopping every later batch;
 * they are grouped into batches of consecutive texts, bounded by ``batch_size`` and by a token
   budget per request, and the batches run on up to ``concurrency`` threads; output order is
   input order;
@@ -47,10 +50,18 @@ _QUERY_RETRIES = 1
 """Retries of a query embedding: a search should fall back to lexical rather than wait."""
 _QUERY_READ_TIMEOUT = 10.0
 """Seconds a search waits for its query embedding (at most the configured read timeout)."""
+_QUERY_MAX_WAIT = 3.0
+"""Longest pause before a query's retry: a server asking for more (``Retry-After``) fails the
+query at once, and the search answers lexically instead of stalling an agent."""
 _MALFORMED_RETRIES = 1
 """A malformed answer is usually a proxy's hiccup: ask once more, then fail."""
 
 _PROBE_TEXT = "dimension probe"
+
+_PER_INPUT_STATUSES = frozenset({400, 413, 422})
+"""Rejections that may be about one input (too long, filtered) rather than the request."""
+_SHORTEN_STEPS = 4
+"""A rejected input is tried at 1/2, 1/4, 1/8 and 1/16 of its tokens before giving up."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,15 +139,19 @@ class RemoteEmbedder(abc.ABC):
         self._batch_size = settings.batch_size or self.default_batch_size or self.max_batch_size
         if self._batch_size > self.max_batch_size:
             raise ConfigError(
-                f"batch_size {self._batch_size} is above {self.provider}'s limit of "
+                f"embedding.batch-size {self._batch_size} is above {self.provider}'s limit of "
                 f"{self.max_batch_size} inputs per request",
                 key="batch_size",
             )
         self._batch_tokens = settings.max_batch_tokens or self.default_batch_tokens
-        self._input_tokens = min(self.input_token_limit, self._batch_tokens)
+        input_tokens = settings.input_token_limit or self.input_token_limit
+        self._input_tokens = min(input_tokens, self._batch_tokens)
         self._concurrency = settings.concurrency or self.default_concurrency
         facts = self.models.get(model)
         self._dims: int | None = settings.dims or (facts.dims if facts else None)
+        # A width learnt earlier is only expected: the model behind the name may have changed.
+        self._dims_expected = self._dims is None and settings.expected_dims is not None
+        self._dims = self._dims or settings.expected_dims
         if settings.price_per_million is not None:
             self._price = settings.price_per_million
         else:
@@ -223,8 +238,39 @@ class RemoteEmbedder(abc.ABC):
     @property
     def known_dims(self) -> int | None:
         """:attr:`dims` if it is known without a request (``dims`` set, a hosted model's
-        table, or an earlier answer), else ``None``."""
+        table, ``expected_dims``, or an earlier answer), else ``None``."""
         return self._dims
+
+    def confirm_dims(self) -> None:
+        """Check a width that is only expected (``expected_dims``) with one quick request, and
+        take the server's: a model replaced under the same name answers with another width,
+        and so gets another :attr:`model_id` (its vectors never mix with the old ones). When
+        the request fails the expectation stands, without a retry: the calls that embed will
+        fail or not, and a run with nothing to embed must not wait on a provider that is
+        down."""
+        with self._probe_lock:
+            if not self._dims_expected or self._key_missing or self._closed:
+                return
+            with self._dims_lock:
+                expected, self._dims = self._dims, None
+            (text,) = self._prepare_all([_PROBE_TEXT], "document")
+            probe = _Batch([text], [estimate_tokens(text)], 0, 1, "document")
+            try:
+                self._embed_batch(probe, quick=True, retries=0)
+            except ProviderError as exc:
+                log.info("%s: the model's width stays unchecked: %s", self.provider, exc)
+            with self._dims_lock:
+                if self._dims is None:
+                    self._dims = expected
+                elif self._dims != expected:
+                    log.warning(
+                        "%s: %s now returns %d-dimensional vectors, not %s: a new model, whose "
+                        "vectors are stored apart",
+                        self.provider,
+                        self.model,
+                        self._dims,
+                        expected,
+                    )
 
     @property
     def batch_size(self) -> int:
@@ -254,7 +300,11 @@ class RemoteEmbedder(abc.ABC):
         return Usage(requests, retries, tokens, tokens * self._price / 1e6)
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """One unit-length row per text, embedded as documents (code to be found)."""
+        """One unit-length row per text, embedded as documents (code to be found).
+
+        A text the service refuses (HTTP 400, 413 or 422 for its batch, while the batch's
+        other texts pass) is sent shortened, with a warning; one it refuses even at a
+        sixteenth of its length fails the call, naming its position and length."""
         return self._embed(list(texts), "document")
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
@@ -265,7 +315,7 @@ class RemoteEmbedder(abc.ABC):
             if vector is not None:
                 self._cache.move_to_end(text)
         if vector is None:
-            vector = self._embed([text], "query")[0]
+            vector = self._embed([text], "query", quick=True)[0]
             with self._cache_lock:
                 self._cache[text] = vector
                 while len(self._cache) > _QUERY_CACHE_SIZE:
@@ -307,7 +357,7 @@ class RemoteEmbedder(abc.ABC):
     def _resolve_key(self, settings: ProviderSettings) -> tuple[str | None, str]:
         """The API key, and what to tell the user when it is missing or rejected."""
         if settings.api_key:
-            return settings.api_key, "check the api_key setting"
+            return settings.api_key, "check embedding.api-key"
         names = (settings.api_key_env,) if settings.api_key_env else self.key_envs
         for name in names:
             value = os.environ.get(name, "").strip()
@@ -316,7 +366,7 @@ class RemoteEmbedder(abc.ABC):
         if names:
             wanted = " (or ".join(names) + ")" * (len(names) - 1)
             return None, f"set {wanted} to a valid key"
-        return None, "set api_key_env to the environment variable that holds the key"
+        return None, "set embedding.api-key-env to the environment variable that holds the key"
 
     def _prepare_all(self, texts: list[str], kind: InputKind) -> list[str]:
         prepared = []
@@ -341,7 +391,11 @@ class RemoteEmbedder(abc.ABC):
             batches.append((start, len(tokens)))
         return batches
 
-    def _embed(self, texts: list[str], kind: InputKind) -> npt.NDArray[np.float32]:
+    def _embed(
+        self, texts: list[str], kind: InputKind, *, quick: bool = False
+    ) -> npt.NDArray[np.float32]:
+        """``quick``: for a caller that cannot wait (a search's query, a width check): one
+        quick retry, no long pause, and a refused text is not sent again shortened."""
         if self._closed:
             raise ProviderError(f"this {self.provider} embedder is closed", provider=self.provider)
         if not texts:
@@ -358,7 +412,10 @@ class RemoteEmbedder(abc.ABC):
         def run(start: int, end: int) -> npt.NDArray[np.float32]:
             if stop.is_set():  # another batch failed: the whole call fails anyway
                 raise ProviderError("cancelled", provider=self.provider)
-            return self._embed_batch(prepared[start:end], sum(tokens[start:end]), kind)
+            batch = _Batch(prepared[start:end], tokens[start:end], start, len(texts), kind)
+            if quick:
+                return self._embed_batch(batch, quick=True)
+            return self._embed_finding_refused(batch)
 
         if len(batches) == 1 or self._concurrency == 1:
             parts = [run(start, end) for start, end in batches]
@@ -369,31 +426,114 @@ class RemoteEmbedder(abc.ABC):
                 parts = _results_in_order(futures, stop)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
-    def _embed_batch(
-        self, texts: list[str], estimated: int, kind: InputKind
+    def _embed_finding_refused(self, batch: _Batch) -> npt.NDArray[np.float32]:
+        """The batch's rows; when the service refuses it in a way that may be about one
+        input, its halves are sent apart to find that input (see :meth:`embed_documents`)."""
+        outcome = self._try_batch(batch)
+        if isinstance(outcome, ProviderError):
+            return self._bisect(batch, outcome, _Search(outcome))
+        return outcome
+
+    def _bisect(
+        self, batch: _Batch, refused: ProviderError, search: _Search
     ) -> npt.NDArray[np.float32]:
+        """Rows for ``batch``, which was ``refused``: each half is sent, and a refused half
+        split again. Both halves refused alike at the first split, or both at a later one
+        while nothing has passed yet, means the request is at fault (a wrong model name), not
+        an input: the first refusal is raised after three (or five) requests, not ``2n``."""
+        if len(batch.texts) == 1:
+            return self._shorten(batch, refused)
+        halves = batch.halves()
+        outcomes = [self._try_batch(half) for half in halves]
+        left, right = outcomes
+        if isinstance(left, ProviderError) and isinstance(right, ProviderError):
+            alike = (left.status, str(left)) == (right.status, str(right))
+            if not search.passed and (alike or search.split):
+                raise search.original
+        else:
+            search.passed = True
+        search.split = True
+        parts = []
+        for half, outcome in zip(halves, outcomes, strict=True):
+            if isinstance(outcome, ProviderError):
+                outcome = self._bisect(half, outcome, search)
+            parts.append(outcome)
+        return np.concatenate(parts)
+
+    def _shorten(self, batch: _Batch, refused: ProviderError) -> npt.NDArray[np.float32]:
+        """The row of one refused text, embedded cut to a half, a quarter... of its tokens;
+        a ProviderError naming the input when even a sixteenth is refused."""
+        (text,), (tokens,) = batch.texts, batch.tokens
+        tried = ""
+        for step in range(1, _SHORTEN_STEPS + 1):
+            limit = tokens >> step
+            cut = truncate_tokens(text, limit)
+            if limit < 1 or not cut.strip():
+                break
+            tried = f" even cut to 1/{1 << step}"
+            outcome = self._try_batch(_Batch([cut], [estimate_tokens(cut)], *batch.where))
+            if not isinstance(outcome, ProviderError):
+                log.warning(
+                    "%s: input %d of %d (%d characters, about %d tokens) was refused "
+                    "(HTTP %s) and embedded cut to 1/%d of its length; if the model reads "
+                    "fewer tokens, lower embedding.input-token-limit (now %d)",
+                    self.provider,
+                    batch.offset + 1,
+                    batch.total,
+                    len(text),
+                    tokens,
+                    refused.status,
+                    1 << step,
+                    self._input_tokens,
+                )
+                return outcome
+        raise ProviderError(
+            f"{refused}; input {batch.offset + 1} of {batch.total} ({len(text)} characters, "
+            f"about {tokens} tokens) refused{tried}; if it is too long for the model, lower "
+            f"embedding.input-token-limit (now {self._input_tokens})",
+            provider=self.provider,
+            status=refused.status,
+        )
+
+    def _try_batch(self, batch: _Batch) -> npt.NDArray[np.float32] | ProviderError:
+        """The batch's rows, or the error of a refusal that may be about one of its inputs."""
+        try:
+            return self._embed_batch(batch)
+        except ProviderError as exc:
+            if type(exc) is not ProviderError or exc.status not in _PER_INPUT_STATUSES:
+                raise
+            return exc
+
+    def _embed_batch(
+        self, batch: _Batch, *, quick: bool = False, retries: int | None = None
+    ) -> npt.NDArray[np.float32]:
+        """The batch's rows; ``quick`` as for :meth:`_embed`, ``retries`` fewer still."""
+        if quick and retries is None:
+            retries = _QUERY_RETRIES
         failure: ProviderResponseError | None = None
         for attempt in range(_MALFORMED_RETRIES + 1):
             if attempt:
                 self._counters.add(retries=1)
                 log.warning("%s; asking again", failure)
-            path, body = self._request(texts, kind)
+            path, body = self._request(batch.texts, batch.kind)
             try:
                 # A search waits on a query: one quick retry within a short timeout, then
                 # lexical results instead.
-                query = kind == "query"
                 data = self._transport.post(
                     path,
                     body,
-                    max_retries=_QUERY_RETRIES if query else None,
-                    read_timeout=_QUERY_READ_TIMEOUT if query else None,
+                    max_retries=retries,
+                    read_timeout=_QUERY_READ_TIMEOUT if quick else None,
+                    max_wait=_QUERY_MAX_WAIT if quick else None,
                 )
-                vectors, reported = self._parse(data, len(texts))
-                matrix = self._check(vectors, len(texts))
+                vectors, reported = self._parse(data, len(batch.texts))
+                matrix = self._check(vectors, len(batch.texts))
+            except _WidthChangedError:
+                raise  # asking again gets the same width
             except ProviderResponseError as exc:
                 failure = exc
                 continue
-            self._counters.add(tokens=estimated if reported is None else reported)
+            self._counters.add(tokens=sum(batch.tokens) if reported is None else reported)
             return matrix
         assert failure is not None
         raise failure
@@ -414,10 +554,26 @@ class RemoteEmbedder(abc.ABC):
             if self._dims is None:
                 self._dims = width
             expected = self._dims
+            unconfirmed = self._dims_expected
+            if width == expected:
+                self._dims_expected = False
+        if width != expected and unconfirmed:
+            # Not the caller's to fix: the vectors held are of the old model, and the next
+            # index run (see confirm_dims) stores the new model's apart.
+            raise _WidthChangedError(
+                f"{self.provider}: {self.model} now returns {width}-dimensional vectors, not "
+                f"the {expected} it returned before: the model changed, and the next index run "
+                "embeds with the new width",
+                provider=self.provider,
+            )
         if width != expected:
+            asked = self._settings.dims
             raise self._malformed(
-                f"{width}-dimensional vectors where {expected} were expected (set dims to "
-                "what the model returns, or check the model name)"
+                f"{width}-dimensional vectors although embedding.dims = {asked} (set it to "
+                "what the model returns, or remove it)"
+                if asked
+                else f"{width}-dimensional vectors where {expected} were expected (check "
+                "embedding.model, or set embedding.dims to what the model returns)"
             )
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         zero = norms[:, 0] == 0
@@ -431,6 +587,49 @@ class RemoteEmbedder(abc.ABC):
             f"{self.provider}: unexpected answer from {display_host(self._base_url)}: {what}",
             provider=self.provider,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """Consecutive prepared texts of one call, their estimated tokens, and where they sit in
+    the call (for messages that name a refused input)."""
+
+    texts: list[str]
+    tokens: list[int]
+    offset: int
+    total: int
+    kind: InputKind
+
+    @property
+    def where(self) -> tuple[int, int, InputKind]:
+        return self.offset, self.total, self.kind
+
+    def halves(self) -> tuple[_Batch, _Batch]:
+        middle = len(self.texts) // 2
+        return (
+            _Batch(self.texts[:middle], self.tokens[:middle], *self.where),
+            _Batch(
+                self.texts[middle:],
+                self.tokens[middle:],
+                self.offset + middle,
+                self.total,
+                self.kind,
+            ),
+        )
+
+
+@dataclass(slots=True)
+class _Search:
+    """The hunt for a refused input in one batch: its first refusal, whether it was split
+    already, and whether any part of it has passed since (then inputs are at fault)."""
+
+    original: ProviderError
+    split: bool = False
+    passed: bool = False
+
+
+class _WidthChangedError(ProviderResponseError):
+    """Vectors of another width than the one expected from an earlier run."""
 
 
 def _results_in_order(

@@ -8,7 +8,8 @@ thread-safe and pools connections). Its rules:
   ``backoff_base * 2**attempt``, capped at ``backoff_max``), so that many clients that failed
   together do not come back together;
 * a ``Retry-After`` (or ``retry-after-ms``) header replaces the backoff; a wait longer than
-  ``backoff_max`` fails at once instead (a daily quota is not worth a sleeping thread);
+  ``backoff_max`` fails at once instead (a daily quota is not worth a sleeping thread), and so
+  does one longer than a caller's ``max_wait`` (a search falls back to lexical hits instead);
 * a 429, or any answer with ``Retry-After``, closes one shared *gate*: no thread of this
   transport starts a request before the gate time, because the limit is per key, not per
   thread;
@@ -187,11 +188,13 @@ class Transport:
         *,
         max_retries: int | None = None,
         read_timeout: float | None = None,
+        max_wait: float | None = None,
     ) -> Any:
         """The decoded JSON answer to ``POST path``, after as many retries as allowed.
 
-        ``max_retries`` and ``read_timeout`` lower the configured ones for a caller that
-        cannot wait, such as a search.
+        ``max_retries``, ``read_timeout`` and ``max_wait`` (the longest pause before a retry,
+        or before the shared gate opens) lower the configured ones for a caller that cannot
+        wait, such as a search.
         """
         timeout = self._read_timeout
         if read_timeout is not None:
@@ -199,9 +202,11 @@ class Transport:
         policy = self._policy
         if max_retries is not None:
             policy = replace(policy, max_retries=min(max_retries, policy.max_retries))
+        if max_wait is not None:
+            policy = replace(policy, backoff_max=min(max_wait, policy.backoff_max))
         attempt = 0
         while True:
-            self._wait_turn()
+            self._wait_turn(policy.backoff_max if max_wait is not None else None)
             self._counters.add(requests=1, retries=1 if attempt else 0)
             outcome = self._attempt(path, body, timeout)
             if not isinstance(outcome, _Failure):
@@ -232,24 +237,32 @@ class Transport:
             raise ProviderUnavailableError(
                 f"{self.provider}: {failure.reason} from {self.host}, still failing after "
                 f"{attempt + 1} attempts; check the network and the service's status, or raise "
-                "max_retries / read_timeout",
+                "embedding.max-retries / embedding.read-timeout",
                 provider=self.provider,
                 status=failure.status,
             )
         if failure.retry_after is None:
             return policy.backoff(attempt)
         if failure.retry_after > policy.backoff_max:
+            # The configured cap, or a query's own: only the first is the user's to change.
+            if policy.backoff_max < self._policy.backoff_max:
+                limit = f"the {policy.backoff_max:g} s a query may wait"
+            else:
+                limit = (
+                    f"embedding.backoff-max ({policy.backoff_max:g} s); try again later or "
+                    "raise embedding.backoff-max"
+                )
             raise ProviderUnavailableError(
                 f"{self.provider}: {failure.reason} from {self.host}, and the server asks to "
-                f"wait {failure.retry_after:.0f} s, more than backoff_max "
-                f"({policy.backoff_max:g} s); try again later or raise backoff_max",
+                f"wait {failure.retry_after:.0f} s, more than {limit}",
                 provider=self.provider,
                 status=failure.status,
             )
         return failure.retry_after
 
-    def _wait_turn(self) -> None:
-        """Sleep until the shared gate is open and the request spacing allows a start."""
+    def _wait_turn(self, max_wait: float | None) -> None:
+        """Sleep until the shared gate is open and the request spacing allows a start; fail at
+        once when the gate stays shut for longer than ``max_wait``."""
         while True:
             with self._lock:
                 now = time.monotonic()
@@ -257,6 +270,13 @@ class Transport:
                 if ready <= now:
                     self._next_start = now + self._interval
                     return
+                if max_wait is not None and self._gate - now > max_wait:
+                    raise ProviderUnavailableError(
+                        f"{self.provider}: {self.host} asked to wait {self._gate - now:.0f} s "
+                        f"more after a rate limit, longer than the {max_wait:g} s a query may "
+                        "wait",
+                        provider=self.provider,
+                    )
             # Looping re-reads the gate: another thread may have closed it while we slept.
             time.sleep(ready - now)
 
@@ -290,7 +310,7 @@ class Transport:
                 status=status,
             )
         if not 200 <= status < 300:
-            hint = " (check the model name and base_url)" if status == 404 else ""
+            hint = " (check embedding.model and embedding.base-url)" if status == 404 else ""
             raise ProviderError(
                 f"{self.provider} rejected the request (HTTP {status} from {self.host}: "
                 f"{self._excerpt(response)}){hint}",
@@ -306,7 +326,7 @@ class Transport:
         if malformed:
             raise ProviderResponseError(
                 f"{self.provider}: {self.host} answered HTTP {status} with a body that is not "
-                f"JSON ({self._scrub(response.text[:80])!r}...); is base_url right?",
+                f"JSON ({self._scrub(response.text[:80])!r}...); is embedding.base-url right?",
                 provider=self.provider,
                 status=status,
             )
@@ -314,10 +334,12 @@ class Transport:
 
     def _describe_timeout(self, exc: httpx.TimeoutException, read_timeout: float) -> str:
         if isinstance(exc, httpx.ConnectTimeout):
-            return f"no connection within connect_timeout={self._connect_timeout:g} s"
+            return f"no connection within embedding.connect-timeout = {self._connect_timeout:g} s"
         if isinstance(exc, httpx.PoolTimeout):
             return "no free connection in the pool"
-        return f"no answer within read_timeout={read_timeout:g} s"
+        if read_timeout < self._read_timeout:
+            return f"no answer within {read_timeout:g} s (a query waits no longer)"
+        return f"no answer within embedding.read-timeout = {read_timeout:g} s"
 
     def _excerpt(self, response: httpx.Response) -> str:
         """The server's own error message, from the usual JSON shapes or the raw text."""

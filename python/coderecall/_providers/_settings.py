@@ -8,6 +8,7 @@ provider's default when the embedder is built (see each provider module).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -16,6 +17,8 @@ from coderecall._errors import ConfigError
 __all__ = ["PROVIDERS", "ProviderSettings"]
 
 PROVIDERS = ("openai", "openai-compatible", "voyage", "gemini", "ollama")
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,12 @@ class ProviderSettings:
     Numbers left at ``None`` take the provider's default: its API limits for ``batch_size`` and
     ``max_batch_tokens``, a polite ``concurrency``, no ``request_interval``, and the list price
     of the model for ``price_per_million``.
+
+    ``dims`` is sent to the service (for models that can shorten their vectors);
+    ``expected_dims`` never is: it is a width learnt earlier, which spares the request that
+    would learn it again, and gives way when the service answers with another width.
+    ``input_token_limit`` replaces the provider's tokens per input, for a self-hosted model
+    with a shorter context. A ``backoff_max`` below ``backoff_base`` lowers that too.
     """
 
     provider: str
@@ -35,6 +44,8 @@ class ProviderSettings:
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str | None = None
     dims: int | None = None
+    expected_dims: int | None = None
+    input_token_limit: int | None = None
     batch_size: int | None = None
     max_batch_tokens: int | None = None
     concurrency: int | None = None
@@ -65,9 +76,23 @@ class ProviderSettings:
             raise ConfigError("model must not be empty", key="model")
         if self.base_url is not None:
             _check_url(self.base_url)
-        if self.api_key_env is not None and not self.api_key_env.strip():
-            raise ConfigError("api_key_env must name an environment variable", key="api_key_env")
-        for name in ("dims", "batch_size", "max_batch_tokens", "concurrency"):
+        env = self.api_key_env
+        if env is not None and not (isinstance(env, str) and _ENV_NAME.fullmatch(env)):
+            # Not echoed: the usual slip is the key itself in place of its variable's name.
+            raise ConfigError(
+                "api_key_env must name an environment variable (letters, digits and "
+                "underscores, not starting with a digit); the value given looks like a key, "
+                "not a variable name",
+                key="api_key_env",
+            )
+        for name in (
+            "dims",
+            "expected_dims",
+            "input_token_limit",
+            "batch_size",
+            "max_batch_tokens",
+            "concurrency",
+        ):
             _check_int(name, getattr(self, name), minimum=1, optional=True)
         _check_int("max_retries", self.max_retries, minimum=0, optional=False)
         for name in ("connect_timeout", "read_timeout"):
@@ -76,11 +101,8 @@ class ProviderSettings:
             _check_number(name, getattr(self, name), positive=False, optional=True)
         for name in ("backoff_base", "backoff_max"):
             _check_number(name, getattr(self, name), positive=False)
-        if self.backoff_max < self.backoff_base:
-            raise ConfigError(
-                f"backoff_max ({self.backoff_max}) is below backoff_base ({self.backoff_base})",
-                key="backoff_max",
-            )
+        # A cap below the first backoff lowers it: backoff_max = 0 means "never wait".
+        object.__setattr__(self, "backoff_base", min(self.backoff_base, self.backoff_max))
 
 
 def _check_url(url: str) -> None:
