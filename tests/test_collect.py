@@ -321,6 +321,20 @@ def test_settings_files_that_may_hold_a_key_are_never_collected(make_repo: MakeR
     assert key.encode() not in database.read_bytes()
 
 
+def test_a_worktree_inside_the_checkout_is_left_to_its_own_view(make_repo: MakeRepo) -> None:
+    root = make_repo({"s.py": "def shared():\n    return 1\n"})
+    git(root, "worktree", "add", "-q", "-b", "feat", ".worktrees/feat")
+    # A submodule's .git file names the superproject's modules/: its files are this checkout's.
+    write_files(root, {"sub/.git": "gitdir: ../.git/modules/sub\n", "sub/m.py": "x = 1\n"})
+    result = collect(root, Config())
+    assert set(result.files) == {"s.py", "sub/m.py"}
+    assert result.skipped == {"ignored": [".worktrees/feat/"]}
+    paths = [".worktrees/feat/s.py", "sub/m.py", ".worktrees/feat/"]
+    assert set(collect_paths(root, Config(), paths).files) == {"sub/m.py"}
+    # The worktree itself indexes its own files.
+    assert set(collect(root / ".worktrees" / "feat", Config()).files) == {"s.py"}
+
+
 # collect_paths: a targeted check must agree with the full walk on every path.
 
 TREE: dict[str, str | bytes] = {

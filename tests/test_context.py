@@ -553,3 +553,25 @@ def test_large_repository_mcp_answers_stay_under_the_token_cap(
     assert small.wait_ready(300)
     cut = _answer(small.list_knowledge_bases(), 60)
     assert cut["truncated"] is True
+
+
+def test_knowledge_base_hits_keep_their_source(make_repo: MakeRepo, tmp_path: Path) -> None:
+    root = make_repo(
+        {
+            "README.md": "# Project\n\nHow to install the widget: run make.\n\nMore.\n",
+            "w.py": "def widget():\n    pass\n",
+        }
+    )
+    docs = tmp_path / "docs"
+    write_files(docs, {"README.md": "# Docs\n\nInstall the widget with the platypus installer.\n"})
+    with CodeIndex(root, {"embedding_provider": "none"}) as index:
+        index.index(progress=False)
+        index.add_knowledge_base(docs, "docs", progress=False)
+        pack = index.context("install the widget", budget=1000)
+        # The docs' README.md lies inside the project's README.md range: not a duplicate.
+        hits = {(item.source, item.path) for item in pack.items}
+        assert {("code", "README.md"), ("docs", "README.md")} <= hits
+        kb = next(item for item in pack.items if item.source == "docs")
+        assert "platypus" in kb.text
+        assert kb.header().startswith("[hit] [docs] README.md:1-3")
+        assert {item["source"] for item in pack.to_dict()["items"]} == {"code", "docs"}

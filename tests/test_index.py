@@ -786,7 +786,7 @@ def test_configured_sizes_and_counts_past_the_core_are_no_cap(project: Path) -> 
         'limit = 99999999999999999999\nmax-file-size = "99999999999999999999GB"\n'
     )
     with CodeIndex(project) as index:
-        assert index.index(progress=False).files_seen == SAMPLE_FILES + 1  # and the config
+        assert index.index(progress=False).files_seen == SAMPLE_FILES  # the settings: never
         assert index.search("token")
     with pytest.raises(TypeError, match="config must be a Config or a mapping"):
         CodeIndex(project, [1, 2])  # type: ignore[arg-type]

@@ -867,7 +867,7 @@ def test_a_query_does_not_wait_out_a_long_retry_after(serve: Serve) -> None:
         started = time.monotonic()
         with pytest.raises(ProviderUnavailableError, match="45 s, more than the 3 s a query"):
             embedder.embed_query("where is the retry loop")
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 30, "not the 45 s the server asked for"
         assert len(server.requests) == 1
         # Indexing still honours it, up to backoff_max.
         server.hook = None
@@ -889,10 +889,10 @@ def test_a_query_does_not_wait_behind_a_rate_limit_of_indexing(
         deadline = time.monotonic() + 5
         while embedder._transport._gate <= time.monotonic() < deadline:  # shut by the 429
             time.sleep(0.01)
-        started = time.monotonic()
+        gate = embedder._transport._gate
         with pytest.raises(ProviderUnavailableError, match="rate limit"):
             embedder.embed_query("where is the retry loop")
-        assert time.monotonic() - started < 0.5
+        assert time.monotonic() < gate, "answered before the rate limit lifted"
         indexing.join()
     assert len(server.requests) == 2, "the query sent nothing"
 

@@ -273,7 +273,7 @@ def test_a_model_that_changed_width_is_re_embedded_apart(
     with CodeIndex(root, settings(server)) as index:
         started = time.monotonic()
         hits = index.search(NATURAL)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 30, "no waiting on the provider"
         assert all(hit.channels == ("lexical",) for hit in hits)
     with CodeIndex(root, settings(server)) as index:
         report = index.index(progress=False)
@@ -294,7 +294,7 @@ def test_a_search_does_not_wait_out_a_long_retry_after(
     with CodeIndex(root, settings(server)) as index:
         started = time.monotonic()
         hits = index.search(NATURAL)
-        assert time.monotonic() - started < 5, "one quick try, then lexical hits"
+        assert time.monotonic() - started < 30, "one quick try, then lexical hits (not 45 s)"
     assert hits
     assert all(hit.channels == ("lexical",) for hit in hits)
 
@@ -316,7 +316,7 @@ def test_timeouts_and_retries_come_from_the_config(make_repo: MakeRepo) -> None:
         with CodeIndex(root, config) as index:
             started = time.monotonic()
             report = index.index(progress=False)
-            assert time.monotonic() - started < 10
+            assert time.monotonic() - started < 30, "not the default 60 s read timeout"
     assert report.embedding_error is not None
     assert "no answer within embedding.read-timeout = 0.2 s" in report.embedding_error
     assert "embedding.max-retries" in report.embedding_error

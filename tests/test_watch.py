@@ -11,12 +11,13 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 import coderecall._watch
-from coderecall import CodeIndex, IndexReport, QueryError
+from coderecall import CodeIndex, IndexReport, QueryError, StoreError
 from coderecall._watch import Watcher
 from helpers import (
     GIT_ENV,
@@ -320,6 +321,19 @@ def test_polling_when_forced(project: Path, index: CodeIndex) -> None:
         assert watcher.wait_idle(TIMEOUT)
         (project / "docs" / "deployment.md").write_text("# Deployment\n\nUse the blue lever.\n")
         eventually(lambda: paths_found(index, "lever") == {"docs/deployment.md"}, "polled")
+        # What a poll looks at (watchdog's last snapshot): not what never matters.
+        write_files(project, {"build/out.py": "x = 1\n"})  # ignored by the sample's rules
+        settled(watcher, extra=0.2)
+        assert watcher._observer is not None
+        polled = {
+            os.fsdecode(path)
+            for emitter in watcher._observer.emitters
+            for path in getattr(getattr(emitter, "_snapshot", None), "paths", ())
+        }
+        assert str(project / "docs" / "deployment.md") in polled
+        assert str(project / ".git" / "HEAD") in polled
+        assert not {path for path in polled if "/.git/objects" in path or "/build" in path}
+        assert not {path for path in polled if path.startswith(str(index.index_dir))}
 
 
 def test_out_of_watches_falls_back_to_polling(
@@ -413,15 +427,27 @@ def test_a_failed_update_is_reported_and_watching_goes_on(
         assert watcher.updates == len(reports) == 2
 
 
-def test_cli_watch_prints_a_line_per_update_and_stops_on_ctrl_c(project: Path) -> None:
-    env = {**os.environ, "CODERECALL_EMBEDDING_PROVIDER": "none"}
-    with subprocess.Popen(
-        [sys.executable, "-m", "coderecall", "watch", str(project), "--debounce", "0.05"],
+CLI_ENV = {**os.environ, "CODERECALL_EMBEDDING_PROVIDER": "none"}
+
+
+def watch_cli(
+    *options: str, cwd: Path | None = None, prefix: Sequence[str] = ()
+) -> subprocess.Popen[str]:
+    """``coderecall watch`` with a short debounce, lexical only, as a child process (run
+    through ``prefix``: a namespace or lowered privileges)."""
+    command = [sys.executable, "-m", "coderecall", "watch", *options, "--debounce", "0.05"]
+    return subprocess.Popen(
+        [*prefix, *command],
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
-    ) as process:
+        env=CLI_ENV,
+    )
+
+
+def test_cli_watch_prints_a_line_per_update_and_stops_on_ctrl_c(project: Path) -> None:
+    with watch_cli(str(project)) as process:
         first = read_line(process)
         (project / "src" / "shop" / "auth.py").write_text("def rotate_keys():\n    ...\n")
         second = read_line(process)
@@ -437,15 +463,7 @@ def test_cli_watch_prints_a_line_per_update_and_stops_on_ctrl_c(project: Path) -
 
 
 def test_cli_watch_json(project: Path) -> None:
-    env = {**os.environ, "CODERECALL_EMBEDDING_PROVIDER": "none"}
-    with subprocess.Popen(
-        [sys.executable, "-m", "coderecall", "watch", "--json", "--debounce", "0.05"],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    ) as process:
+    with watch_cli("--json", cwd=project) as process:
         first = json.loads(read_line(process))
         (project / "web" / "cart.js").unlink()
         second = json.loads(read_line(process))
@@ -455,3 +473,199 @@ def test_cli_watch_json(project: Path) -> None:
     assert first["files_seen"] == len(SAMPLE_PROJECT)
     assert second["files_removed"] == 1
     assert "time" in second
+
+
+def fewer_inotify_watches(limit: int) -> list[str] | None:
+    """A command prefix that runs a program with at most ``limit`` inotify watches, set only
+    inside a private user namespace (nothing global changes); ``None`` where that fails."""
+    script = f'echo {limit} > /proc/sys/user/max_inotify_watches && exec "$@"'
+    prefix = ["unshare", "--user", "--map-root-user", "sh", "-c", script, "sh"]
+    try:
+        probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return prefix if probe.returncode == 0 else None
+
+
+def test_watches_running_out_part_way_falls_back_to_polling(make_repo: MakeRepo) -> None:
+    # Watchdog 7 raises the error of the root's watch only: with 8 watches for ~40 folders
+    # (.git's included), most folders would be silently unwatched.
+    prefix = fewer_inotify_watches(8)
+    if prefix is None:
+        pytest.skip("no user namespace to lower the inotify watch limit in")
+    modules = {f"src/m{n}/mod.py": f"def before_{n}():\n    ...\n" for n in range(20)}
+    project = make_repo(modules)
+    with watch_cli(str(project), prefix=prefix) as process:
+        read_line(process)
+        write_files(
+            project, {f"src/m{n}/mod.py": f"def edited_{n}_x():\n    ...\n" for n in range(20)}
+        )
+        with CodeIndex(project, QUIET) as index:
+            eventually(
+                lambda: all(paths_found(index, f"edited_{n}_x") for n in range(20)),
+                "every edit is indexed",
+            )
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert "folders got no watch" in stderr
+    assert f"coderecall: polling {project}" in stderr
+
+
+POLLING_WATCHER = """
+import sys
+from coderecall import CodeIndex
+from coderecall._watch import Watcher
+
+config = {"embedding_provider": "none", "watch_debounce": 0.05}
+with CodeIndex(sys.argv[1], config) as index:
+    show = lambda report: print(report.files_seen, flush=True)
+    with Watcher(index, force_polling=True, poll_interval=0.1, on_update=show):
+        sys.stdin.read()
+"""
+
+
+def test_polling_walks_no_symlink_cycle(project: Path) -> None:
+    # os.stat would follow both links: a tree of 2**40 paths, and a start that never ends
+    # (in a child process, which a failure can kill).
+    (project / "a").mkdir()
+    (project / "a" / "loop").symlink_to("..")
+    (project / "a" / "self").symlink_to(".")
+    with subprocess.Popen(
+        [sys.executable, "-c", POLLING_WATCHER, str(project)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=CLI_ENV,
+    ) as process:
+        assert int(read_line(process, TIMEOUT)) == len(SAMPLE_PROJECT)
+        write_files(project, {"a/later.py": "def added_after_the_loop():\n    ...\n"})
+        with CodeIndex(project, QUIET) as index:
+            eventually(
+                lambda: paths_found(index, "added_after_the_loop") == {"a/later.py"}, "polled"
+            )
+        _, stderr = process.communicate("", timeout=30)
+    assert process.returncode == 0, stderr
+
+
+def delete(root: Path) -> None:
+    """``rm -rf``, whatever a watcher's update writes meanwhile."""
+    while root.exists():
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_deleted_root_stops_the_watcher_with_an_error(project: Path, index: CodeIndex) -> None:
+    errors: list[BaseException] = []
+    with index.watch(on_error=errors.append) as watcher:
+        assert watcher.wait_idle(TIMEOUT)
+        assert not watcher.wait(0)
+        delete(project)
+        with pytest.raises(FileNotFoundError, match="was deleted or moved; watching stopped"):
+            watcher.wait(TIMEOUT)
+        assert watcher.error is errors[-1]
+        eventually(lambda: not watch_threads(), "its thread ends")
+
+
+def test_a_moved_root_stops_the_watcher_with_an_error(
+    project: Path, index: CodeIndex, tmp_path: Path
+) -> None:
+    with index.watch() as watcher:
+        assert watcher.wait_idle(TIMEOUT)
+        project.rename(tmp_path / "moved")  # no event says so: the root's own check does
+        with pytest.raises(FileNotFoundError, match=f"the root {project} was deleted or moved"):
+            watcher.wait(TIMEOUT)
+
+
+def test_cli_watch_exits_when_the_root_is_deleted(project: Path) -> None:
+    with watch_cli(str(project)) as process:
+        read_line(process)
+        delete(project)
+        try:
+            _, stderr = process.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail("the watcher went on without its root")
+    assert process.returncode == 1, stderr
+    error = f"coderecall: error: the root {project} was deleted or moved; watching stopped"
+    assert stderr.splitlines()[-1] == error
+    assert stderr.count(error) == 1
+    assert "Traceback" not in stderr
+
+
+def test_a_vanished_index_folder_is_a_store_error(project: Path, index: CodeIndex) -> None:
+    index.index(progress=False)
+    shutil.rmtree(index.index_dir)
+    with pytest.raises(StoreError, match="was deleted or moved while in use"):
+        index.index(progress=False)
+    with CodeIndex(project, QUIET) as again:  # as the message says
+        again.index(progress=False)
+        assert paths_found(again, "compute_invoice_total") == {"src/shop/billing.py"}
+
+
+def test_permission_and_time_changes_update_their_paths(
+    project: Path, index: CodeIndex, watcher: Watcher
+) -> None:
+    # Root reads a chmod 000 file all the same (see the next test for what this is for):
+    # what counts here is that such an event alone updates its path, and only it.
+    before = watcher.updates
+    os.chmod(project / "web" / "cart.js", 0o600)
+    eventually(lambda: watcher.updates > before, "a chmod is an update")
+    settled(watcher)
+    assert watcher.last_report is not None
+    assert watcher.last_report.files_seen == 1
+    before = watcher.updates
+    os.chmod(project / "src" / "shop", 0o700)  # a folder: what it holds is looked at again
+    eventually(lambda: watcher.updates > before, "a folder's chmod is an update")
+    settled(watcher)
+    assert watcher.last_report is not None
+    assert watcher.last_report.files_seen == sum(
+        1 for name in SAMPLE_PROJECT if name.startswith("src/shop/")
+    )
+
+
+def test_touching_many_files_is_one_burst(project: Path, index: CodeIndex) -> None:
+    write_files(project, {f"gen/mod_{n}.py": f"def made_{n}():\n    ...\n" for n in range(300)})
+    # A debounce long enough for 300 touches to fit in one quiet window on a loaded machine.
+    with index.watch(debounce=0.5) as watcher:
+        assert watcher.wait_idle(TIMEOUT)
+        before = watcher.updates
+        for path in (project / "gen").iterdir():
+            os.utime(path)
+        eventually(lambda: watcher.updates > before, "the touches are an update")
+        settled(watcher)
+        assert 1 <= watcher.updates - before <= 3
+        assert watcher.last_report is not None
+        assert watcher.last_report.files_parsed == 0  # same content: nothing to parse
+
+
+def test_cli_watch_brings_back_what_is_readable_again(make_repo: MakeRepo) -> None:
+    # Unreadable files need a process that permissions apply to: as root, one without the
+    # capabilities that override them.
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("setpriv is needed to drop root's permission override")
+        caps = "-dac_override,-dac_read_search"
+        prefix = ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}"]
+    project = make_repo({"b.py": "def beta_one():\n    ...\n", "d/x.py": "def in_d():\n    ...\n"})
+    with watch_cli(str(project), prefix=prefix) as process:
+        read_line(process)
+        # Saved unreadable, in one step (a rename): the update finds it unreadable.
+        saved = project.parent / "b.py.new"
+        saved.write_text("def beta_two():\n    ...\n")
+        os.chmod(saved, 0)
+        saved.rename(project / "b.py")
+        assert "1 removed" in read_line(process, TIMEOUT)
+        os.chmod(project / "b.py", 0o644)  # an attribute change, nothing else
+        assert "1 parsed" in read_line(process, TIMEOUT)
+        os.chmod(project / "d", 0)
+        assert "1 removed" in read_line(process, TIMEOUT)
+        os.chmod(project / "d", 0o755)
+        read_line(process, TIMEOUT)
+        with CodeIndex(project, QUIET) as index:
+            assert paths_found(index, "beta_two") == {"b.py"}
+            assert paths_found(index, "in_d") == {"d/x.py"}
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr

@@ -520,7 +520,8 @@ def _status(args: argparse.Namespace) -> int:
 
 def _watch(args: argparse.Namespace) -> int:
     """One line per update on stdout (a JSON object with ``--json``) until Ctrl-C, which
-    stops the watcher (cancelling a running update) before main() exits with 130."""
+    stops the watcher (cancelling a running update) before main() exits with 130, or until
+    the watching ends on an error (the root deleted or moved), which main() reports (1)."""
     broken = threading.Event()  # stdout's reader went away: end as main() ends that case
 
     def show(report: IndexReport) -> None:
@@ -554,7 +555,7 @@ def _watch(args: argparse.Namespace) -> int:
                     flush=True,
                 )
             while not broken.wait(0.5):  # a timed wait lets Ctrl-C land at once
-                pass
+                watcher.wait(0)  # raises the error that ended the watching (exit code 1)
     raise BrokenPipeError
 
 

@@ -15,8 +15,9 @@ which are the same strings the core uses for what it skips later ("binary", "no 
 "deleted"):
 
 ``"ignored"``
-    matched by a gitignore rule or an exclude glob, or not matched by the include globs; and
-    every ``.coderecall.toml`` (coderecall's settings, which may hold an API key).
+    matched by a gitignore rule or an exclude glob, or not matched by the include globs; every
+    ``.coderecall.toml`` (coderecall's settings, which may hold an API key); and a linked
+    worktree inside the root (another branch's files, indexed as a view of their own).
 ``"too large"``
     bigger than ``max_file_size`` (by its stat size; the file is never opened).
 ``"symlink"``
@@ -296,7 +297,9 @@ class PathSorter:
         index folders), ``"ignored"``, or ``None`` when it enters."""
         if path in self._never:
             return ""
-        if _ignored(f"{path}/", rules, self._exclude):
+        if _ignored(f"{path}/", rules, self._exclude) or _linked_worktree(
+            os.path.join(self._root_dir, path)
+        ):
             return SKIP_IGNORED
         return None
 
@@ -410,6 +413,20 @@ def scope_of(paths: Iterable[str]) -> list[str] | None:
     index holds nothing under it."""
     given = sorted({_normal(path) for path in paths if is_storable(path)})
     return None if "" in given else given
+
+
+def _linked_worktree(folder: str) -> bool:
+    """Whether ``folder`` is a linked worktree (``git worktree add`` inside the checkout): its
+    ``.git`` is a file naming ``<git dir>/worktrees/<name>``. Its files are another branch's,
+    indexed as a view of their own; in this one they would double every definition. (A
+    submodule's ``.git`` file names ``modules/``: its files are this checkout's.)"""
+    try:
+        with open(os.path.join(folder, ".git"), "rb") as handle:
+            head = handle.read(4096)
+    except OSError:  # mostly: no such file (or a folder: a nested repository)
+        return False
+    text = head.decode("utf-8", "replace").strip().replace("\\", "/")
+    return text.startswith("gitdir:") and "/worktrees/" in text
 
 
 def _normal(path: str) -> str:

@@ -84,9 +84,13 @@ class Evidence:
     tokens: int
     """Tokens of this item as rendered (header line and text)."""
     truncated: bool = False
+    source: str = "code"
+    """``"code"``, or the knowledge base a search hit came from (its ``path`` is that folder's)."""
 
     def header(self) -> str:
         where = f"{self.path}:{self.start_line}-{self.end_line}" if self.path else ""
+        if where and self.source != "code":
+            where = f"[{self.source}] {where}"
         parts = [p for p in (f"[{self.kind}]", where, self.symbol_path, f"— {self.why}") if p]
         return " ".join(parts)
 
@@ -145,6 +149,7 @@ class _Candidate:
     why: str
     text: str
     may_cut: bool = False
+    source: str = "code"
 
 
 def route_of(index: CodeIndex, graph: CallGraph, query: str) -> Route:
@@ -397,6 +402,7 @@ def _search(index: CodeIndex, query: str, notes: list[str]) -> list[_Candidate]:
             f"search hit #{rank} ({'+'.join(h.channels)})",
             h.content or "",
             may_cut=rank == 1,
+            source=h.source,
         )
         for rank, h in enumerate(hits, 1)
     ]
@@ -469,7 +475,9 @@ def _fitted_notes(notes: list[str], limit: int, counter: TokenCounter) -> list[s
 
 
 def _evidence(c: _Candidate, text: str, cut: bool, count: Callable[[str], int]) -> Evidence:
-    item = Evidence(c.kind, c.path, c.start_line, c.end_line, c.symbol_path, c.why, text, 0, cut)
+    item = Evidence(
+        c.kind, c.path, c.start_line, c.end_line, c.symbol_path, c.why, text, 0, cut, c.source
+    )
     return dataclasses.replace(item, tokens=count(item.render()))
 
 
@@ -478,7 +486,7 @@ def _deduplicated(candidates: list[_Candidate]) -> list[_Candidate]:
     taken: list[_Candidate] = []
     for c in candidates:
         inside = any(
-            t.path == c.path
+            (t.source, t.path) == (c.source, c.path)
             and t.kind not in ("outline", "note")
             and t.start_line <= c.start_line
             and c.end_line <= t.end_line
@@ -493,10 +501,10 @@ def _diversified(candidates: list[_Candidate]) -> list[_Candidate]:
     """Keeps the order, but an item beyond the PER_FILE-th of its file waits until every
     file has had its turn. The first item (the answer itself) never moves."""
     first, later = [], []
-    per_file: Counter[str] = Counter()
+    per_file: Counter[tuple[str, str]] = Counter()
     for i, c in enumerate(candidates):
-        per_file[c.path] += 1
-        if i == 0 or not c.path or per_file[c.path] <= PER_FILE:
+        per_file[c.source, c.path] += 1
+        if i == 0 or not c.path or per_file[c.source, c.path] <= PER_FILE:
             first.append(c)
         else:
             later.append(c)

@@ -969,9 +969,11 @@ class CodeIndex:
         Indexes once, then once per burst of changes after ``debounce`` seconds of quiet
         (default: the ``watch-debounce`` setting): only the changed files, or everything
         when the checkout switches branch or the ignore rules change. ``on_update`` gets
-        each update's report; ``on_error`` each failure (logged too; watching goes on).
-        Returns the running :class:`~coderecall._watch.Watcher`: call its ``stop()``, or
-        use it as a context manager.
+        each update's report; ``on_error`` each failure (logged too; watching goes on),
+        and the error that ends watching when the root is deleted or moved (which its
+        ``wait()`` raises and its ``error`` holds). Returns the running
+        :class:`~coderecall._watch.Watcher`: call its ``stop()``, or use it as a context
+        manager.
         """
         from ._watch import Watcher  # watchdog is loaded only by those who watch
 

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
-from ._errors import IndexBusyError
+from ._errors import IndexBusyError, StoreError
 
 __all__ = ["LEASE_FILE", "WriteLease", "try_lock"]
 
@@ -61,7 +61,8 @@ class WriteLease:
 
         ``wait`` is ``True`` to wait as long as it takes (saying so once in the log),
         ``False`` to fail at once, or a number of seconds to wait at most. Raises
-        :class:`~coderecall.IndexBusyError` naming the holder when the lease is not had.
+        :class:`~coderecall.IndexBusyError` naming the holder when the lease is not had, and
+        :class:`~coderecall.StoreError` when the index folder is gone.
         """
         handle = self._acquire(wait)
         try:
@@ -74,7 +75,15 @@ class WriteLease:
 
     def _acquire(self, wait: bool | float) -> BinaryIO:
         deadline = None if wait is True else time.monotonic() + (0.0 if wait is False else wait)
-        handle = open(self._path, "a+b")  # noqa: SIM115 (held until release)
+        try:
+            handle = open(self._path, "a+b")  # noqa: SIM115 (held until release)
+        except (FileNotFoundError, NotADirectoryError):
+            # The folder went away under an open index (its root deleted, say): a bare
+            # "No such file or directory: write.lock" would not tell what happened.
+            raise StoreError(
+                f"the index folder {self._path.parent} was deleted or moved while in use; "
+                "opening the index again rebuilds it"
+            ) from None
         pause = _FIRST_POLL
         told = False
         try:

@@ -25,9 +25,21 @@ Why it works the way it does:
   one; each update takes the write lease without blocking, so another process writing the
   index delays the watcher without ever making :meth:`Watcher.stop` wait for it.
 * When the system runs out of inotify watches or instances, watching falls back to
-  polling, with a warning saying so and how to raise the limit. When the kernel's event
-  queue overflows (a flood of events, mostly under ``.git/objects`` during a rebase),
-  events are lost: watchdog 6 and later log that, and the next update is then a full one.
+  polling, with a warning saying so and how to raise the limit. Watchdog 7 raises that
+  error for the root alone and swallows it for the folders below, so after starting, its
+  watch table is compared with the folders it was to watch. Polling uses ``lstat`` (a
+  symlink to a parent folder must not make the tree endless) and skips ignored folders,
+  git internals that cannot switch the view, and the index's own folder. When the
+  kernel's event queue overflows (a flood of events, mostly under ``.git/objects`` during
+  a rebase), events are lost: watchdog 6 and later log that, and the next update is then a
+  full one.
+* A change of permissions or times alone counts as a change: a file unreadable when an
+  update ran, and readable again, must come back.
+* A root deleted or moved away (or replaced by another folder) leaves nothing to watch:
+  events cannot say so reliably (no event comes when a parent folder moves), so the root's
+  identity is checked before each update and every ``_ROOT_CHECK`` seconds while quiet, and
+  the watcher then stops with an error (:attr:`Watcher.error`, raised by
+  :meth:`Watcher.wait`).
 """
 
 from __future__ import annotations
@@ -39,10 +51,11 @@ import os
 import posixpath
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
+import watchdog.events
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
@@ -57,7 +70,7 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
-from watchdog.observers.polling import PollingObserver
+from watchdog.observers.polling import PollingObserverVFS
 
 from ._collect import PathSorter
 from ._errors import CancelledError, IndexBusyError
@@ -84,6 +97,14 @@ _BUSY_RETRY = 0.25
 _STOP_TIMEOUT = 2.0
 """Longest :meth:`Watcher.stop` waits for a running update to be cancelled."""
 _CANCEL_POLL = 0.02
+_ROOT_CHECK = 1.0
+"""Seconds between checks, while no event comes, that the root is still there."""
+_WATCH_CHECKS = 3
+_WATCH_SETTLE = 0.1
+"""Looks at the watch table after start, and seconds between them: a folder made meanwhile
+gets its watch only once its event is read."""
+_GIT_POLLED = frozenset({"HEAD", "packed-refs", "info", "refs", "reftable"})
+"""What polling looks at in a git directory: what can switch the view or the rules."""
 _OUT_OF_WATCHES = frozenset({errno.ENOSPC, errno.EMFILE, errno.ENFILE})
 _WATCHDOG_LOGGER = "watchdog.observers"
 
@@ -98,8 +119,14 @@ _EVENTS: list[type[FileSystemEvent]] = [
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
+    # chmod, chown, touch: watchdog 7 reports them apart (older versions as modifications).
+    *(
+        getattr(watchdog.events, name)
+        for name in ("FileAttribEvent", "DirAttribEvent")
+        if hasattr(watchdog.events, name)
+    ),
 ]
-_KINDS = frozenset({"created", "modified", "deleted", "moved", "closed"})
+_KINDS = frozenset({"created", "modified", "deleted", "moved", "closed", "attrib"})
 
 
 class _Handler(FileSystemEventHandler):
@@ -168,6 +195,9 @@ class Watcher:
 
     ``force_polling`` polls every ``poll_interval`` seconds instead of using the operating
     system's notifications, which is also what happens, with a warning, when those run out.
+
+    When the root is deleted or moved away, watching stops on its own: :attr:`error` is then
+    a ``FileNotFoundError`` saying so, ``on_error`` gets it, and :meth:`wait` raises it.
     """
 
     def __init__(
@@ -200,6 +230,8 @@ class Watcher:
             {os.path.abspath(own).rstrip(os.sep), os.path.realpath(own).rstrip(os.sep)}
         )
         self._git_dirs, self._git_watches = self._git_layout()
+        self._root_id: tuple[int, int] | None = None
+        self._poll_sorter: PathSorter | None = None
 
         self._cond = threading.Condition()
         self._pending: set[str] = set()
@@ -212,6 +244,7 @@ class Watcher:
         self._started = False
         self._stopping = False
         self._busy_logged = False
+        self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._observer: BaseObserver | None = None
         self._lost = _LostEvents(lambda: self._note([], [], full=True))
@@ -246,6 +279,12 @@ class Watcher:
         return self._last_report
 
     @property
+    def error(self) -> BaseException | None:
+        """The error that ended the watching on its own (the root deleted or moved), if one
+        did; a failed update is not one (watching goes on after it)."""
+        return self._error
+
+    @property
     def last_flush_started(self) -> float | None:
         """When the latest update's burst was over (``time.perf_counter()``): the moment
         from which its latency counts."""
@@ -264,6 +303,8 @@ class Watcher:
                 return self
             self._started = True
         try:
+            root = os.stat(self._root)
+            self._root_id = (root.st_dev, root.st_ino)
             self._observer = self._start_observer()
         except BaseException:
             with self._cond:
@@ -307,6 +348,21 @@ class Watcher:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Waits until watching ends; ``False`` on timeout.
+
+        Raises the error that ended it on its own (see :attr:`error`); returns ``True`` once
+        :meth:`stop` was called. A watcher never started raises ``RuntimeError``.
+        """
+        with self._cond:
+            if not self._started and not self._stopping:
+                raise RuntimeError("the watcher was never started: call start() first")
+            if not self._cond.wait_for(lambda: self._stopping, timeout):
+                return False
+            if self._error is not None:
+                raise self._error
+            return True
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Waits until no change is pending and no update runs; ``False`` on timeout.
@@ -372,6 +428,7 @@ class Watcher:
                 observer = Observer()
                 self._schedule(observer)
                 observer.start()
+                self._check_watches(observer)
                 return observer
             except OSError as exc:
                 _discard(observer)
@@ -385,11 +442,50 @@ class Watcher:
                     self._poll_interval,
                     exc.strerror or exc,
                 )
-        observer = PollingObserver(timeout=self._poll_interval)
+        observer = PollingObserverVFS(os.lstat, self._polled, polling_interval=self._poll_interval)
         self._schedule(observer)
         observer.start()
         self._polling = True
         return observer
+
+    def _check_watches(self, observer: BaseObserver) -> None:
+        """Raises ``ENOSPC`` when folders the observer was to watch got no inotify watch."""
+        for attempt in range(_WATCH_CHECKS):
+            missing = _unwatched(observer)
+            if not missing:
+                return
+            if attempt + 1 < _WATCH_CHECKS:
+                time.sleep(_WATCH_SETTLE)
+        raise OSError(
+            errno.ENOSPC, f"inotify watch limit reached: {len(missing)} folders got no watch"
+        )
+
+    def _polled(self, folder: str | None) -> Iterator[os.DirEntry[str]]:
+        """The entries of ``folder`` that polling looks at (its snapshots call this for
+        every folder they enter): not the index's own folder, nor ignored folders, nor what
+        in a git directory cannot switch the view."""
+        assert folder is not None
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+        if any(folder + os.sep == git_dir.prefix for git_dir in self._git_dirs):
+            return iter([entry for entry in entries if entry.name in _GIT_POLLED])
+        if folder == self._root:  # a new snapshot: the ignore rules as they are now
+            self._poll_sorter = PathSorter(self._index.root, self._index.config)
+        kept = []
+        for entry in entries:
+            if entry.path in self._own:
+                continue
+            if (
+                self._poll_sorter is not None
+                and entry.path.startswith(self._root_prefix)
+                and entry.is_dir(follow_symlinks=False)
+                and not any(entry.path + os.sep == git.prefix for git in self._git_dirs)
+            ):
+                relative = entry.path[len(self._root_prefix) :].replace(os.sep, "/")
+                if self._poll_sorter.ignores(relative + "/"):
+                    continue
+            kept.append(entry)
+        return iter(kept)
 
     def _schedule(self, observer: BaseObserver) -> None:
         handler = _Handler(self._on_event)
@@ -413,12 +509,15 @@ class Watcher:
                 found.append(f"{judged}/" if event.is_directory else judged)
         if switch or found:
             # A folder deleted or moved away: the events of its files may not all come.
-            gone = found if event.is_directory and kind != "created" else []
+            gone = found if event.is_directory and kind in ("deleted", "moved") else []
             self._note(found, gone, full=switch)
 
     def _judge(self, path: str) -> str | bool | None:
         """The root-relative path an event marks as pending; ``True`` for a git file whose
-        change calls for a full update; ``None`` for what never matters."""
+        change calls for a full update (and for the root itself: the update checks it is
+        still there); ``None`` for what never matters."""
+        if path == self._root:
+            return True
         for own in self._own:
             if path == own or path.startswith(own + os.sep):
                 return None
@@ -470,7 +569,8 @@ class Watcher:
                 if self._stopping:
                     return None
                 if not (self._pending or self._full):
-                    self._cond.wait()
+                    if not self._cond.wait(_ROOT_CHECK):
+                        return set(), set(), False, 0.0  # quiet: time to check the root
                     continue
                 now = time.monotonic()
                 first = now if self._first_event is None else self._first_event
@@ -485,6 +585,10 @@ class Watcher:
                 return paths, gone, full, time.perf_counter()
 
     def _flush(self, paths: set[str], gone: set[str], full: bool, ended: float) -> None:
+        if self._root_lost():
+            return
+        if not (paths or full):
+            return
         try:
             targets = None if full else self._sift(paths, gone)
             if (targets is not None and not targets) or self._stopping:
@@ -498,7 +602,8 @@ class Watcher:
                 self._failed(exc)
             return
         except Exception as exc:
-            self._failed(exc)
+            if not self._root_lost():  # else its files and index went with it: no failure
+                self._failed(exc)
             return
         self._busy_logged = False
         with self._cond:
@@ -533,6 +638,30 @@ class Watcher:
                 self._first_event = time.monotonic()
             self._cond.wait_for(lambda: self._stopping, _BUSY_RETRY)
 
+    def _root_lost(self) -> bool:
+        """Whether the root was deleted or moved away (or replaced); if so, ends the
+        watching with an error saying so."""
+        try:
+            root = os.stat(self._root)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError:
+            return False  # unreadable for a moment, say: the next check tells
+        else:
+            if (root.st_dev, root.st_ino) == self._root_id:
+                return False
+        exc = FileNotFoundError(
+            errno.ENOENT, f"the root {self._root} was deleted or moved; watching stopped"
+        )
+        # Not logged as an error: the caller gets it (on_error, error, wait), and the
+        # command line prints it once.
+        _log.info("watch: %s", exc.strerror)
+        with self._cond:
+            self._error = exc
+        self._call(self._on_error, exc)
+        self.stop()
+        return True
+
     def _failed(self, exc: Exception) -> None:
         """An update failed: say so, and make the next one (at the next change) full, since
         what was published is unknown."""
@@ -548,6 +677,35 @@ class Watcher:
             callback(argument)
         except Exception:  # a broken callback must not end the watching
             _log.exception("watch: the %s callback failed", getattr(callback, "__name__", "?"))
+
+
+def _unwatched(observer: BaseObserver) -> list[bytes]:
+    """The folders an inotify observer was to watch and holds no watch for (readable ones:
+    an unreadable folder cannot be watched whatever the limits).
+
+    Watchdog keeps no public record of them, so this reads its watch table: watchdog 7's
+    ``InotifyWatchGroup``, or the ``Inotify`` of older versions. Another observer (another
+    system, an unknown watchdog) has neither, and nothing is reported missing.
+    """
+    missing: list[bytes] = []
+    for emitter in observer.emitters:
+        group = getattr(emitter, "_inotify", None)
+        table = getattr(group, "_active_callbacks_by_path", None)  # watchdog 7
+        if table is None:
+            table = getattr(getattr(group, "_inotify", None), "_wd_for_path", None)
+        if not isinstance(table, dict):
+            continue
+        top = os.fsencode(emitter.watch.path)
+        expected = [top]
+        if emitter.watch.is_recursive:  # what watchdog walks: os.walk, symlinks left out
+            for parent, folders, _ in os.walk(top):
+                expected += [os.path.join(parent, name) for name in folders]
+        missing += [
+            path
+            for path in expected
+            if path not in table and not os.path.islink(path) and os.access(path, os.R_OK)
+        ]
+    return missing
 
 
 def _discard(observer: BaseObserver | None) -> None:

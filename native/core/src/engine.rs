@@ -1783,7 +1783,11 @@ impl Engine {
     /// Store errors; nothing is deleted then.
     pub fn collect_garbage(&self, grace: std::time::Duration) -> Result<GcStats> {
         let stats = Self::lock(&self.writer).collect_garbage(grace)?;
-        for path in self.leftover_files() {
+        for path in self
+            .leftover_files()
+            .into_iter()
+            .chain(self.orphan_snapshots()?)
+        {
             let _ = fs::remove_file(path); // best effort: another sweep may be first
         }
         #[cfg(feature = "embed")]
@@ -2011,6 +2015,36 @@ impl Engine {
 
     /// Temporary files of snapshot and graph writes that never reached their rename: older
     /// than any write takes, so their writer is gone (killed mid-write).
+    /// Lexical snapshots of views that no longer exist (worktrees removed and collected).
+    fn orphan_snapshots(&self) -> Result<Vec<PathBuf>> {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return Ok(Vec::new());
+        };
+        // Listed before the views are read: a snapshot is written after its view's row, so
+        // one listed here whose view is missing below had its view dropped, not yet created.
+        let snapshots: Vec<(i64, PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name();
+                let id = name
+                    .to_str()?
+                    .strip_prefix("lexical-")?
+                    .strip_suffix(".bin")?;
+                Some((id.parse().ok()?, e.path()))
+            })
+            .collect();
+        let views: HashSet<i64> = Self::lock(&self.reader)
+            .views()?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        Ok(snapshots
+            .into_iter()
+            .filter(|(id, _)| !views.contains(id))
+            .map(|(_, path)| path)
+            .collect())
+    }
+
     fn leftover_files(&self) -> Vec<PathBuf> {
         let Ok(entries) = fs::read_dir(&self.dir) else {
             return Vec::new();
@@ -3183,6 +3217,49 @@ class Other:
         assert!(!stats.vectors.is_empty());
         assert_eq!(graph_len(&engine), before - stats.vectors.len());
         assert_eq!(engine.health(false, graph).unwrap(), Health::default());
+    }
+
+    #[test]
+    fn collecting_a_gone_view_deletes_its_lexical_snapshot() {
+        let repo = Repo::new(&[("auth.py", AUTH)]);
+        let engine = repo.open();
+        repo.index(&engine, &["auth.py"]);
+        let other = tempfile::tempdir().unwrap();
+        fs::write(other.path().join("util.py"), UTIL).unwrap();
+        let worktree = Engine::open(repo.index.path(), other.path().to_str().unwrap()).unwrap();
+        let input = FileInput {
+            path: "util.py".to_owned(),
+            mtime_ns: 1,
+            size: 10,
+        };
+        worktree
+            .update(other.path(), &[input], &[], 1 << 20)
+            .unwrap();
+        drop(worktree); // saves its snapshot
+        let snapshots = || {
+            let mut names: Vec<String> = fs::read_dir(repo.index.path())
+                .unwrap()
+                .flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with("lexical-"))
+                .collect();
+            names.sort();
+            names
+        };
+        let own = lexical_file(engine.view);
+        let before = snapshots();
+        assert!(before.iter().any(|name| *name != own), "{before:?}");
+        engine.collect_garbage(std::time::Duration::ZERO).unwrap();
+        assert_eq!(snapshots(), before, "a view whose root exists is kept");
+        drop(other); // the worktree is removed
+        let stats = engine.collect_garbage(std::time::Duration::ZERO).unwrap();
+        assert_eq!(stats.views, 1);
+        assert!(
+            snapshots().iter().all(|name| *name == own),
+            "{:?}",
+            snapshots()
+        );
+        assert_eq!(search(&engine, "refresh_token")[0].path, "auth.py");
     }
 
     #[cfg(feature = "embed")]
