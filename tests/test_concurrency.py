@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -27,6 +26,18 @@ HOLD_LEASE = textwrap.dedent(
     with WriteLease(Path(sys.argv[1]), "a test holding the lease").hold():
         print("held", flush=True)
         time.sleep(float(sys.argv[2]))
+    """
+)
+
+
+HOLD_WRITE_LOCK = textwrap.dedent(
+    """
+    import sqlite3, sys
+    writer = sqlite3.connect(sys.argv[1], isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    print("held", flush=True)
+    sys.stdin.read()  # until the test closes it
+    writer.execute("ROLLBACK")
     """
 )
 
@@ -62,10 +73,15 @@ def test_opening_an_index_never_waits_for_a_writer_holding_the_database(
     with CodeIndex(root) as index:
         index.index(progress=False)
         database = index.index_dir / "index.db"
-    # A writer in the middle of a long transaction (or stopped with ^Z while in one).
-    writer = sqlite3.connect(database, isolation_level=None)
-    try:
-        writer.execute("BEGIN IMMEDIATE")
+    # A writer in the middle of a long transaction (or stopped with ^Z while in one), in a
+    # process of its own: two SQLite libraries in one process break each other's locks.
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITE_LOCK, str(database)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as writer:
+        assert read_line(writer).strip() == "held"
         # Before, every open took the write lock: this failed after the 30 s busy timeout.
         cli = subprocess.run(
             [sys.executable, "-m", "coderecall", "search", "TokenStore", "--json"],
@@ -75,13 +91,12 @@ def test_opening_an_index_never_waits_for_a_writer_holding_the_database(
             timeout=120,
             check=False,
         )
-        assert cli.returncode == 0, cli.stderr
-        assert json.loads(cli.stdout)[0]["path"] == "src/shop/auth.py"
         with CodeIndex(root) as index:
-            assert index.status().files == len(SAMPLE_PROJECT)
-    finally:
-        writer.execute("ROLLBACK")
-        writer.close()
+            files = index.status().files
+        writer.communicate("", timeout=60)  # lets it roll back and end
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)[0]["path"] == "src/shop/auth.py"
+    assert files == len(SAMPLE_PROJECT)
     assert [p.name for p in root.glob(".git/coderecall*")] == ["coderecall"]
 
 

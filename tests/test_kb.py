@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -17,8 +18,9 @@ from typing import Any
 import pytest
 
 from coderecall import CodeIndex, QueryError
+from coderecall._kb import save_entries
 from coderecall._mcp import McpService
-from helpers import MakeRepo, write_files
+from helpers import MakeRepo, git, write_files
 
 CODE: dict[str, str] = {
     "pyproject.toml": '[project]\nname = "vault"\n',
@@ -236,22 +238,28 @@ def test_remove_before_any_index_is_false(make_repo: MakeRepo) -> None:
         assert not index.index_dir.exists()
 
 
-def test_a_deleted_folder_is_listed_as_missing_and_index_warns(
+def test_a_deleted_folder_is_listed_as_missing_searched_as_kept_and_index_warns(
     with_kb: CodeIndex, docs: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     shutil.rmtree(docs)
-    (kb,) = with_kb.list_knowledge_bases()
-    assert (kb.name, kb.exists, kb.files, kb.chunks) == ("docs", False, 0, 0)
-    assert kb.to_dict()["exists"] is False
+    for index in (with_kb, CodeIndex(with_kb.root)):  # this object, and one opened afresh
+        with index:
+            (kb,) = index.list_knowledge_bases()
+            assert (kb.name, kb.exists, kb.files) == ("docs", False, 2)
+            assert kb.chunks >= 2
+            assert kb.to_dict()["exists"] is False
+            (hit, *_) = index.search("rotate credentials ninety days", source="docs")
+            assert (hit.source, hit.path) == ("docs", "runbook.md")
+            assert {h.source for h in index.search("rotate service account credentials")} == {
+                "code",
+                "docs",
+            }
     with caplog.at_level(logging.WARNING, logger="coderecall"):
         report = with_kb.index()
     assert report.files_seen == len(CODE)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("knowledge base docs" in m and "is gone" in m for m in warnings), warnings
-    hits = with_kb.search("rotate service account credentials")
-    assert {h.source for h in hits} == {"code"}
-    with pytest.raises(QueryError, match="unknown source 'docs'"):
-        with_kb.search("credentials", source="docs")
+    assert with_kb.list_knowledge_bases()[0].files == 2  # not indexed empty
     # It comes back with its folder.
     write_files(docs, DOCS)
     with_kb.index()
@@ -292,3 +300,170 @@ def test_peek_rows_say_where_a_hit_comes_from(with_kb: CodeIndex) -> None:
     assert {row["source"] for row in full["hits"]} == {"code", "docs"}
     peek = json.loads(service.search("rotate credentials", 10, None, None, with_content=False))
     assert {row.get("source") for row in peek["hits"]} == {"code", "docs"}
+
+
+def _views(index: CodeIndex) -> list[str]:
+    """The names of the store's views, read with SQLite itself in another process: closing a
+    connection of a second SQLite library in this one would drop the core's file locks."""
+    script = (
+        "import json, sqlite3, sys; db = sqlite3.connect(sys.argv[1]); "
+        "print(json.dumps(sorted(n for (n,) in db.execute('SELECT name FROM views'))))"
+    )
+    db = str(index.index_dir / "index.db")
+    done = subprocess.run(
+        [sys.executable, "-c", script, db], capture_output=True, text=True, check=True
+    )
+    names: list[str] = json.loads(done.stdout)
+    return names
+
+
+def test_a_worktree_of_the_repository_is_refused_and_never_dropped(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    main = make_repo(CODE)
+    other = tmp_path / "feature"
+    git(main, "worktree", "add", "-q", "-b", "feature", str(other))
+    with CodeIndex(main) as server, CodeIndex(other) as index:  # a server of each worktree
+        server.index()
+        index.index()
+        with pytest.raises(QueryError, match="is a worktree of this repository") as refused:
+            index.add_knowledge_base(main, "mainwt")
+        assert f"coderecall search --path {main}" in str(refused.value)
+        with pytest.raises(QueryError, match="is a worktree of this repository"):
+            server.add_knowledge_base(other)
+        assert index.list_knowledge_bases() == []
+
+        # A list that names the worktree anyway (written before it was refused): removing
+        # it leaves the worktree's own view alone.
+        save_entries(index._open(), [{"name": "mainwt", "path": str(main), "added": ""}])
+        assert index.remove_knowledge_base("mainwt") is True
+        assert _views(server) == sorted([str(main), str(other)])
+        assert server.search("rotate_credentials")[0].path == "src/credentials.py"
+        assert server.status().files == len(CODE)
+        assert server.index().files_seen == len(CODE)
+
+
+def test_a_gitignored_folder_inside_the_root_can_be_a_knowledge_base(
+    make_repo: MakeRepo,
+) -> None:
+    root = make_repo(
+        {
+            **CODE,
+            ".gitignore": "vendor/\n",
+            "vendor/docs/api.md": "# API\n\nThe quokka endpoint answers with a pouch.\n",
+        }
+    )
+    with CodeIndex(root) as index:
+        index.index()
+        assert index.search("quokka endpoint", source="code") == []
+        kb = index.add_knowledge_base(root / "vendor" / "docs", "vendordocs")
+        assert (kb.files, kb.exists) == (1, True)
+        (hit, *_) = index.search("quokka endpoint")
+        assert (hit.source, hit.path) == ("vendordocs", "api.md")
+        assert index.index().files_seen == len(CODE) + 1  # the .gitignore, not vendor/
+        # What the walk indexes, git's folder and the index itself stay refused.
+        for folder in (root / "src", root / ".git", root / ".git" / "coderecall"):
+            with pytest.raises(QueryError, match=r"inside the project root|own files"):
+                index.add_knowledge_base(folder, "x")
+
+
+def test_a_knowledge_base_re_added_by_another_process_is_searched_again(
+    with_kb: CodeIndex, docs: Path, tmp_path: Path
+) -> None:
+    """A server keeps each knowledge base's index open; another process removes the
+    knowledge base and adds it again, which makes it another view."""
+    wiki = tmp_path / "wiki"
+    write_files(wiki, {"faq.md": "# FAQ\n\nHow do refunds of cancelled orders work?\n"})
+    with_kb.add_knowledge_base(wiki)  # so that the re-added view's id is a new one
+    query = "rotate service account credentials"
+    assert {h.source for h in with_kb.search(query)} == {"code", "docs"}
+    root = str(with_kb.root)
+    assert _run("kb", "remove", "docs", "--path", root)["removed"] is True
+    assert _run("kb", "add", str(docs), "--path", root)["files"] == 2
+    assert {h.source for h in with_kb.search(query)} == {"code", "docs"}
+    (hit, *_) = with_kb.search(query, source="docs")
+    assert hit.path == "runbook.md"
+    assert [(kb.name, kb.files) for kb in with_kb.list_knowledge_bases()] == [
+        ("wiki", 1),
+        ("docs", 2),
+    ]
+    assert with_kb.index().files_seen == len(CODE)
+
+
+def test_a_failing_knowledge_base_is_left_out_and_the_code_still_searched(
+    with_kb: CodeIndex, docs: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A search that picked its sources just before another process removed the knowledge
+    base and added it again: its view is gone under the index the search holds."""
+    wiki = tmp_path / "wiki"
+    write_files(wiki, {"faq.md": "# FAQ\n\nHow do refunds of cancelled orders work?\n"})
+    with_kb.add_knowledge_base(wiki)  # so that the re-added view's id is a new one
+    query = "rotate service account credentials"
+    picked = with_kb._knowledge_bases.sources(None)
+    root = str(with_kb.root)
+    assert _run("kb", "remove", "docs", "--path", root)["removed"] is True
+    assert _run("kb", "add", str(docs), "--path", root)["files"] == 2
+    filters = with_kb._filters(None, None, None, None, True)
+    with caplog.at_level(logging.WARNING, logger="coderecall"):
+        found = {label: index._search_here(query, filters) for label, index in picked}
+    assert found["code"][0].path == "src/credentials.py"
+    assert found["docs"] == []
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("knowledge base docs left out of a search" in m for m in warnings), warnings
+    # The next search opens the knowledge base's new view.
+    assert {h.source for h in with_kb.search(query)} == {"code", "docs"}
+
+
+def test_a_search_under_way_neither_fails_nor_brings_back_a_removed_knowledge_base(
+    with_kb: CodeIndex, docs: Path
+) -> None:
+    """Deterministic form of the race: the search picked its sources, then the knowledge
+    base was removed; whether its index was open yet or not, it must not reopen."""
+    query = "rotate service account credentials"
+    filters = with_kb._filters(None, None, None, None, True)
+    for opened in (True, False):
+        with_kb.add_knowledge_base(docs)
+        picked = dict(with_kb._knowledge_bases.sources(None))
+        if not opened:
+            with_kb.close()  # the next search gets indexes not opened yet
+            picked = dict(with_kb._knowledge_bases.sources(None))
+        assert with_kb.remove_knowledge_base("docs") is True
+        assert picked["docs"]._search_here(query, filters) == []
+        assert picked["code"]._search_here(query, filters)
+        assert _views(with_kb) == [str(with_kb.root)]
+        assert with_kb.list_knowledge_bases() == []
+
+
+def test_removing_while_other_threads_search_fails_no_search(
+    with_kb: CodeIndex, docs: Path
+) -> None:
+    """An MCP server answers tools from a thread pool: knowledge bases added and removed
+    while searches run. Every search answers (with the code at least), and no view of a
+    removed knowledge base is left behind."""
+    errors: list[BaseException] = []
+    answered: list[set[str]] = []
+    stop = threading.Event()
+
+    def search() -> None:
+        while not stop.is_set():
+            try:
+                answered.append({h.source for h in with_kb.search("rotate credentials")})
+            except BaseException as exc:  # the test reports it
+                errors.append(exc)
+
+    threads = [threading.Thread(target=search) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(12):
+            assert with_kb.remove_knowledge_base("docs") is True
+            with_kb.add_knowledge_base(docs)
+        assert with_kb.remove_knowledge_base("docs") is True
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+    assert errors == []
+    assert answered
+    assert all("code" in sources for sources in answered)
+    assert _views(with_kb) == [str(with_kb.root)]

@@ -7,7 +7,6 @@ with the GIL released.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import functools
 import json
@@ -592,9 +591,11 @@ class CodeIndex:
         ``name`` (default: the folder's name), and index it now unless ``index`` is false.
 
         Its files are searched with the code by default (see ``source`` in :meth:`search`)
-        and kept up to date by every :meth:`index`. Refused: a folder inside the root (it is
-        already indexed; use ``directory=`` to search it alone), one holding the root, ``/``
-        and the home folder, and a folder already added under another name.
+        and kept up to date by every :meth:`index`. Refused: a folder inside the root that
+        the project's walk indexes (use ``directory=`` to search it alone; one it leaves out,
+        such as gitignored vendor docs, may be added), another worktree of this repository
+        (indexed on its own in the same index), one holding the root, ``/`` and the home
+        folder, and a folder already added under another name.
         """
         return self._knowledge_bases.add(path, name, index=index, progress=progress)
 
@@ -606,14 +607,6 @@ class CodeIndex:
         """Stop indexing and searching the knowledge base ``name`` and drop its index (its
         stored files are collected after ``gc-grace``). False if there is none by that name."""
         return self._knowledge_bases.remove(name)
-
-    def _knowledge_base_index(self, folder: Path) -> CodeIndex:
-        """The index of a knowledge base: a view of this store named by its folder."""
-        kb = CodeIndex(
-            folder, dataclasses.replace(self._config, index_dir=self._index_dir), force=True
-        )
-        kb._is_kb = True
-        return kb
 
     @_timed("find_similar")
     def find_similar(
