@@ -1548,6 +1548,24 @@ impl<'g> Lookup<'g> {
             }
         }
         let mut found = best.1;
+        if lang == Language::Python && best.0 == segments.len() && found.len() > 1 {
+            // Python finds an absolute import on sys.path: the project's top (or its src/)
+            // and the running script's folder; a same-named module deeper down (a vendored
+            // copy, a fixture) is another package's.
+            let beside = &f.module[..f.module.len().saturating_sub(1)];
+            let on_path: Vec<u32> = found
+                .iter()
+                .copied()
+                .filter(|&o| {
+                    let m = &self.files[o as usize].module;
+                    m.len() == segments.len()
+                        || (m.len() == beside.len() + segments.len() && m.starts_with(beside))
+                })
+                .collect();
+            if on_path.len() == 1 {
+                found = on_path;
+            }
+        }
         if found.is_empty() {
             // A package or namespace: the files of the directory whose path ends with it.
             for dir in self.by_dir_tail.get(tail).into_iter().flatten() {
