@@ -335,6 +335,23 @@ def test_a_worktree_inside_the_checkout_is_left_to_its_own_view(make_repo: MakeR
     assert set(collect(root / ".worktrees" / "feat", Config()).files) == {"s.py"}
 
 
+def test_a_file_gone_between_listing_and_look_is_deleted_not_unreadable(
+    make_repo: MakeRepo,
+) -> None:
+    root = make_repo({"a.py": "x\n", "b.py": "x\n"})
+    with os.scandir(root) as listing:
+        entries = {entry.name: entry for entry in listing}
+    (root / "b.py").unlink()  # as a build tool does while the walk runs
+    sorter = PathSorter(root, Config())
+    rules = sorter._rules_in("")
+    assert rules is not None
+    for name in ("a.py", "b.py"):
+        sorter._sort(entries[name], name, rules)
+    result = sorter.collection()
+    assert set(result.files) == {"a.py"}
+    assert result.skipped == {"deleted": ["b.py"]}
+
+
 # collect_paths: a targeted check must agree with the full walk on every path.
 
 TREE: dict[str, str | bytes] = {

@@ -189,6 +189,31 @@ def test_an_identifier_gets_its_definition_callers_and_callees(index: CodeIndex)
     assert pack.notes == ()
 
 
+def test_any_indexed_file_name_is_a_path(make_repo: MakeRepo) -> None:
+    names = ["pages/[id].tsx", "app/(auth)/login/page.tsx", "src/routes/+page.ts"]
+    names += ["docs/build script.py", "notes/#1 50%.py"]
+    root = make_repo(
+        {
+            name: f"def f{n}():\n    pass\n"
+            if name.endswith(".py")
+            else f"export function f{n}() {{}}\n"
+            for n, name in enumerate(names)
+        }
+    )
+    with CodeIndex(root, {"embedding_provider": "none"}) as index:
+        index.index(progress=False)
+        for n, name in enumerate(names):
+            pack = index.context(name, budget=1000)
+            assert pack.route == "path", name
+            assert pack.items[0].path == name
+            located = index.context(f"{name}:1", budget=1000)
+            assert located.route == "identifier", name
+            assert located.items[0].symbol_path.endswith(f"f{n}")
+        # Text that names no file still searches, whatever it looks like.
+        for query in ("how does f1 work", "~nobody-such/x.py", "pages/[id].tsx and more"):
+            assert index.context(query, budget=1000).route == "search", query
+
+
 def test_call_parentheses_and_qualified_names_are_identifiers(index: CodeIndex) -> None:
     for query in ("save_record()", "store.save_record", "vault.store.save_record"):
         pack = index.context(query, budget=1000)

@@ -27,6 +27,9 @@ which are the same strings the core uses for what it skips later ("binary", "no 
 ``"unreadable"``
     a directory that cannot be listed, an entry that cannot be stat'ed, or something that is
     not a regular file (a FIFO or a device would block or never end when read).
+``"deleted"``
+    a file or folder that vanished between the listing of its folder and its own look (the
+    core uses the same reason for one that vanishes before it is read).
 ``"name not UTF-8"``
     a file or folder whose name is not valid UTF-8: the index stores paths as text. It is
     listed with U+FFFD in place of each bad byte.
@@ -56,6 +59,7 @@ from ._unicode import is_storable, scrub
 
 __all__ = [
     "SKIP_BAD_NAME",
+    "SKIP_DELETED",
     "SKIP_IGNORED",
     "SKIP_SYMLINK",
     "SKIP_TOO_LARGE",
@@ -72,6 +76,7 @@ SKIP_TOO_LARGE = "too large"
 SKIP_SYMLINK = "symlink"
 SKIP_UNREADABLE = "unreadable"
 SKIP_BAD_NAME = "name not UTF-8"
+SKIP_DELETED = "deleted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +250,9 @@ class PathSorter:
             try:
                 with os.scandir(abs_dir) as listing:
                     entries = list(listing)
+            except (FileNotFoundError, NotADirectoryError):
+                self._skipped[SKIP_DELETED].add(prefix or ".")  # gone since its parent's listing
+                continue
             except OSError:
                 self._skipped[SKIP_UNREADABLE].add(prefix or ".")
                 continue
@@ -283,6 +291,9 @@ class PathSorter:
                 self._skipped[SKIP_UNREADABLE].add(path)
                 return False
             result = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:  # gone since the folder was listed
+            self._skipped[SKIP_DELETED].add(path)
+            return False
         except OSError:
             self._skipped[SKIP_UNREADABLE].add(path)
             return False

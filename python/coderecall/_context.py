@@ -66,8 +66,9 @@ _MAX_CALLEES = 12
 _SEARCH_HITS = 16
 
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*(?:\(\))?")
-_PATHISH = re.compile(r"[\w.\-/\\]+")
-_LOCATION = re.compile(r"[\w.\-/\\]+:\d+")
+_LOCATION = re.compile(r"[^\n]+:\d+")
+_MAX_PATH = 4096
+"""Longer text is no path (Linux's PATH_MAX)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,12 +156,11 @@ class _Candidate:
 def route_of(index: CodeIndex, graph: CallGraph, query: str) -> Route:
     """Which route a query takes (see the module docs)."""
     q = query.strip()
-    if " " not in q and ("/" in q or "\\" in q or re.search(r"\.[A-Za-z]{1,5}$", q)):
-        relative = _relative_or_none(index, q)
-        if relative is not None and graph.outline(relative):
-            return "path"
-        if relative is not None and (index.root / relative).is_file():
-            return "path"
+    # Any name may be a path (`pages/[id].tsx`, `app/(auth)/page.tsx`, `build script.py`):
+    # the index and the disk decide, not the look of the text.
+    relative = _relative_or_none(index, q)
+    if relative is not None and (graph.outline(relative) or (index.root / relative).is_file()):
+        return "path"
     if _IDENTIFIER.fullmatch(q) and graph.find(q.removesuffix("()"), 1):
         return "identifier"
     if _LOCATION.fullmatch(q) and graph.find(q, 1):
@@ -191,11 +191,11 @@ def build_context(
 
 
 def _relative_or_none(index: CodeIndex, given: str) -> str | None:
-    if not _PATHISH.fullmatch(given):
+    if "\n" in given or "\0" in given or len(given) > _MAX_PATH:
         return None
     try:
         return index._relative(given)
-    except QueryError:
+    except (QueryError, RuntimeError):  # outside the root; `~user` of no such user
         return None
 
 
@@ -216,10 +216,14 @@ def _identifier(
             may_cut=True,
         )
     ]
-    result = neighbourhood(graph, best.symbol_path or symbol, limit=60)
+    location = f"{best.path}:{best.start_line}"
+    try:
+        result = neighbourhood(graph, best.symbol_path or symbol, limit=60)
+    except QueryError:  # a module path no name can spell (`docs/build script.py`)
+        result = neighbourhood(graph, location, limit=60)
     if result.symbol.path != best.path or result.symbol.start_line != best.start_line:
         # The qualified path named another definition first; ask by location instead.
-        result = neighbourhood(graph, f"{best.path}:{best.start_line}", limit=60)
+        result = neighbourhood(graph, location, limit=60)
     if result.note:
         notes.append(result.note)
     callers = _by_caller([e for e in result.callers if e.reason != "ambiguous"])

@@ -2121,7 +2121,9 @@ fn read_file(
         if bytes.contains(&0) && !crate::decode::utf16_bom(&bytes) {
             return Ok(true);
         }
-        file.take(max_file_bytes + 1 - bytes.len() as u64)
+        // Saturating: under a limit below the sniffed head, the file may have grown past it
+        // since the stat (it is then too large, below).
+        file.take((max_file_bytes + 1).saturating_sub(bytes.len() as u64))
             .read_to_end(&mut bytes)?;
         Ok(false)
     });
