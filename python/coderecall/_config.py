@@ -413,14 +413,15 @@ def _to_bool(value: object, source: _Source) -> bool:
     )
 
 
-def _to_count(value: object, source: _Source) -> int:
+def _to_count(value: object, source: _Source, least: int = 1) -> int:
+    expected = f"a whole number of at least {least}"
     if source.text and isinstance(value, str):
         try:
             value = int(value.strip())
         except ValueError:
-            raise _InvalidValueError("a whole number of at least 1") from None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _InvalidValueError("a whole number of at least 1")
+            raise _InvalidValueError(expected) from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise _InvalidValueError(expected)
     return min(value, MAX_COUNT)
 
 
@@ -449,16 +450,7 @@ def _to_optional_count(value: object, source: _Source) -> int | None:
 
 
 def _to_optional_retries(value: object, source: _Source) -> int | None:
-    if value is None:
-        return None
-    if source.text and isinstance(value, str):
-        try:
-            value = int(value.strip())
-        except ValueError:
-            raise _InvalidValueError("a whole number of at least 0") from None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _InvalidValueError("a whole number of at least 0")
-    return min(value, MAX_COUNT)
+    return None if value is None else _to_count(value, source, least=0)
 
 
 def _to_prompt(value: object, source: _Source) -> str | None:
