@@ -634,6 +634,11 @@ def test_cli_pull_then_list_and_index_with_the_pulled_model(
     assert main(["model", "pull", MODEL, "--json"]) == 0
     pulled = json.loads(capsys.readouterr().out)
     assert (pulled["name"], pulled["kind"]) == ("tiny-static", "static")
+    # Pulled again: nothing downloads, and the line says the copy was already there.
+    requests = len(hub.requests)
+    assert main(["model", "pull", MODEL]) == 0
+    assert capsys.readouterr().out.startswith(f"Already installed: {MODEL} in ")
+    assert len(hub.requests) == requests + 1  # the revision looked up, no file
     assert main(["model", "list", "--json"]) == 0
     assert [m["name"] for m in json.loads(capsys.readouterr().out)] == ["tiny-static"]
     # `auto` now finds it: the index embeds without being told which model to use.

@@ -368,7 +368,7 @@ def test_a_refused_input_is_found_and_sent_shortened(
     assert "handler" not in message, "never the text itself"
 
 
-def test_a_request_refused_whole_costs_three_requests(serve: Serve) -> None:
+def test_a_request_refused_whole_costs_four_requests(serve: Serve) -> None:
     server = serve("openai")
     server.hook = lambda seen: Reply(400, {"error": {"message": "model 'nope' does not exist"}})
     texts = [f"chunk {i} " * 30 for i in range(64)]
@@ -380,7 +380,27 @@ def test_a_request_refused_whole_costs_three_requests(serve: Serve) -> None:
     assert type(caught.value) is ProviderError
     assert caught.value.status == 400
     assert "input" not in str(caught.value), "not about one input"
-    assert [len(seen.texts) for seen in server.requests] == [64, 32, 32]
+    # The batch, its halves, then one short text alone, which is refused too.
+    assert [len(seen.texts) for seen in server.requests] == [64, 32, 32, 1]
+    assert server.requests[-1].texts[0] not in texts
+
+
+def test_refused_inputs_in_both_halves_are_each_found(serve: Serve) -> None:
+    """Two inputs over the model's length, one in each half, refused with the same message:
+    inputs at fault, not the request (a short text alone passes), so both are shortened."""
+    server = serve("openai")
+    server.hook = _refusing_long_inputs(400)
+    long = "def handler(request):\n    return response.json()\n" * 20
+    texts = [f"chunk {i}" for i in range(8)]
+    texts[1] = texts[6] = long
+    with connect("openai-compatible", server.url, batch_size=8) as embedder:
+        rows = embedder.embed_documents(texts)
+    assert rows.shape == (8, 8)
+    # Each long input was sent alone, cut to what the model reads.
+    cuts = [seen.texts for seen in server.requests if seen.texts[0].startswith("def ")]
+    assert sum(len(cut) == 1 and len(cut[0]) <= 400 for cut in cuts) == 2
+    assert [len(seen.texts) for seen in server.requests[:4]] == [8, 4, 4, 1]
+    assert len(server.requests) <= 4 + 2 * (2 + 2 + 2)
 
 
 def test_an_input_refused_even_shortened_is_named(serve: Serve) -> None:

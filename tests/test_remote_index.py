@@ -284,6 +284,37 @@ def test_a_model_that_changed_width_is_re_embedded_apart(
         assert "semantic" in index.search(NATURAL)[0].channels
 
 
+def test_a_long_lived_index_follows_a_model_that_changed_width(
+    make_repo: MakeRepo, server: FakeServer
+) -> None:
+    """An MCP server or a watcher keeps one handle: after the model changes width, its next
+    index run (with or without new content) embeds under the new id, and searches use it."""
+    server.dims_param = "ignore"
+    server.dims = 12
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root, settings(server)) as index:
+        first = index.index(progress=False)
+        assert "semantic" in index.search(NATURAL)[0].channels
+        server.dims = 16
+        asked = "renew a token that is about to expire"  # not a query the handle remembers
+        assert all(hit.channels == ("lexical",) for hit in index.search(asked))
+        report = index.index(progress=False)
+        assert report.embedding_error is None
+        assert report.embedding_model is not None
+        assert ":fake-embedder:16@" in report.embedding_model
+        assert report.chunks_embedded == first.chunks_embedded
+        assert "semantic" in index.search(NATURAL)[0].channels
+        # Changed again while a file is new: the run that meets it embeds under the new id.
+        server.dims = 20
+        (root / "src/shop/extra.py").write_text("def extra(): return 1\n")
+        report = index.index(progress=False)
+        assert report.embedding_error is None
+        assert report.embedding_model is not None
+        assert ":fake-embedder:20@" in report.embedding_model
+        assert report.chunks_embedded > first.chunks_embedded
+        assert "semantic" in index.search(NATURAL)[0].channels
+
+
 def test_a_search_does_not_wait_out_a_long_retry_after(
     make_repo: MakeRepo, server: FakeServer
 ) -> None:

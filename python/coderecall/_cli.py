@@ -747,17 +747,21 @@ def _model_pull(args: argparse.Namespace) -> int:
 
     with _stderr_bar(args.json) as bar:
         task = bar.add_task(f"downloading {args.model_id}", total=None)
+        reported: list[int] = []
 
         def progress(done: int, total: int) -> None:
+            reported.append(done)
             bar.update(task, completed=done, total=total or None)
 
         info = pull_model(args.model_id, revision=args.revision, name=args.name, progress=progress)
     if args.json:
         _print_json(info.to_dict())
     else:
+        # A copy already installed is kept without a byte downloaded (the log says why).
+        done = "Pulled" if any(reported) else "Already installed:"
         dims = f"{info.dims} dims" if info.dims else "dims unknown"
         _stdout().print(
-            f"Pulled {args.model_id} into {info.path} ({info.kind}, {dims}, {_size(info.bytes)})",
+            f"{done} {args.model_id} in {info.path} ({info.kind}, {dims}, {_size(info.bytes)})",
             markup=False,
         )
     return 0

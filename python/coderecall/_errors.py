@@ -122,3 +122,8 @@ class ProviderUnavailableError(ProviderError):
 class ProviderResponseError(ProviderError):
     """The service answered, but not with what was asked: malformed JSON, the wrong number of
     vectors, or vectors of the wrong length."""
+
+
+class WidthChangedError(ProviderResponseError):
+    """A remote model answered with another width than it did before: a new model under the
+    same name. Internal: the index chooses the engine again and never raises it to callers."""

@@ -27,7 +27,13 @@ from ._collect import collect, collect_paths, scope_of
 from ._config import MAX_COUNT, Config, load_config
 from ._context import ContextPack, build_context
 from ._embedding import EmbeddingChoice, select_embedding
-from ._errors import IndexCorruptError, ProviderError, QueryError, RootRefusedError
+from ._errors import (
+    IndexCorruptError,
+    ProviderError,
+    QueryError,
+    RootRefusedError,
+    WidthChangedError,
+)
 from ._graph import (
     CallGraphResult,
     CallPath,
@@ -408,11 +414,15 @@ class CodeIndex:
             (len(changed), len(changed)),
         )
 
-    def _embed(self, native: NativeIndex, progress: bool | ProgressCallback | None) -> _Embedded:
+    def _embed(
+        self, native: NativeIndex, progress: bool | ProgressCallback | None, *, again: bool = True
+    ) -> _Embedded:
         """Embeds the contents that have no vector for the model yet.
 
         The lexical index is already published: a remote provider that fails leaves the rest
-        pending for the next run (every finished batch is stored), and says why.
+        pending for the next run (every finished batch is stored), and says why. A remote
+        model found to have changed width is chosen again (checked, under a new id) and the
+        run goes on with it once.
         """
         try:
             choice = self._semantic(native)
@@ -442,6 +452,12 @@ class CodeIndex:
                 lambda: (counts[0], counts[1]),
                 None,
             )
+        except WidthChangedError as exc:
+            self._drop_engine(choice)
+            if again:
+                _log.warning("%s", exc)
+                return self._embed(native, progress, again=False)
+            done, error = counts[0], str(exc)
         except ProviderError as exc:
             done, error = counts[0], str(exc)
             _log.warning("embedding stopped early: %s (the next run goes on)", exc)
@@ -451,6 +467,15 @@ class CodeIndex:
             total = counts[1] or len(native.pending_texts(choice.model_id))
             pending = total - done
         return _Embedded(choice.model_id, done, pending, error, notices)
+
+    def _drop_engine(self, choice: EmbeddingChoice) -> None:
+        """Forgets ``choice`` (a remote model that changed width) so that the next index run
+        chooses the engine again and checks the model's width."""
+        with self._semantic_lock:
+            if self._embedding is not choice:
+                return  # another thread dropped it already
+            self._embedding, self._semantic_on = None, None
+        choice.close()
 
     def _semantic(self, native: NativeIndex, *, probe: bool = True) -> EmbeddingChoice:
         """The configured embedding engine, chosen once and handed to ``native``. Without
@@ -687,6 +712,8 @@ class CodeIndex:
                 hits = run(False)
             except ProviderError as exc:
                 _log.warning("semantic channel unavailable, searching lexically: %s", exc)
+                if isinstance(exc, WidthChangedError) and (choice := self._embedding):
+                    self._drop_engine(choice)
                 hits = run(True)
         except ValueError as exc:  # the core names an unknown language, kind or path
             raise QueryError(str(exc)) from None

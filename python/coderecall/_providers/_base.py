@@ -33,7 +33,13 @@ from urllib.parse import urlsplit
 import numpy as np
 import numpy.typing as npt
 
-from coderecall._errors import ConfigError, ProviderAuthError, ProviderError, ProviderResponseError
+from coderecall._errors import (
+    ConfigError,
+    ProviderAuthError,
+    ProviderError,
+    ProviderResponseError,
+    WidthChangedError,
+)
 
 from ._http import Counters, RetryPolicy, Transport, display_host, log
 from ._settings import ProviderSettings
@@ -151,6 +157,9 @@ class RemoteEmbedder(abc.ABC):
         self._dims: int | None = settings.dims or (facts.dims if facts else None)
         # A width learnt earlier is only expected: the model behind the name may have changed.
         self._dims_expected = self._dims is None and settings.expected_dims is not None
+        # Learnt from answers (not set, not a hosted model's table): another width later means
+        # another model under the name, not a wrong setting.
+        self._dims_learnt = self._dims is None
         self._dims = self._dims or settings.expected_dims
         if settings.price_per_million is not None:
             self._price = settings.price_per_million
@@ -253,10 +262,8 @@ class RemoteEmbedder(abc.ABC):
                 return
             with self._dims_lock:
                 expected, self._dims = self._dims, None
-            (text,) = self._prepare_all([_PROBE_TEXT], "document")
-            probe = _Batch([text], [estimate_tokens(text)], 0, 1, "document")
             try:
-                self._embed_batch(probe, quick=True, retries=0)
+                self._embed_batch(self._probe("document"), quick=True, retries=0)
             except ProviderError as exc:
                 log.info("%s: the model's width stays unchecked: %s", self.provider, exc)
             with self._dims_lock:
@@ -426,6 +433,11 @@ class RemoteEmbedder(abc.ABC):
                 parts = _results_in_order(futures, stop)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
+    def _probe(self, kind: InputKind) -> _Batch:
+        """A batch of one short text that any model reads."""
+        (text,) = self._prepare_all([_PROBE_TEXT], kind)
+        return _Batch([text], [estimate_tokens(text)], 0, 1, kind)
+
     def _embed_finding_refused(self, batch: _Batch) -> npt.NDArray[np.float32]:
         """The batch's rows; when the service refuses it in a way that may be about one
         input, its halves are sent apart to find that input (see :meth:`embed_documents`)."""
@@ -438,21 +450,23 @@ class RemoteEmbedder(abc.ABC):
         self, batch: _Batch, refused: ProviderError, search: _Search
     ) -> npt.NDArray[np.float32]:
         """Rows for ``batch``, which was ``refused``: each half is sent, and a refused half
-        split again. Both halves refused alike at the first split, or both at a later one
-        while nothing has passed yet, means the request is at fault (a wrong model name), not
-        an input: the first refusal is raised after three (or five) requests, not ``2n``."""
+        split again. When both halves are refused and nothing has passed yet, one short text
+        is sent alone: refused too, the request is at fault (a wrong model name), not an
+        input, and the first refusal is raised after four requests, not ``2n``; else several
+        inputs are (two over the model's length, one in each half)."""
         if len(batch.texts) == 1:
             return self._shorten(batch, refused)
         halves = batch.halves()
         outcomes = [self._try_batch(half) for half in halves]
         left, right = outcomes
-        if isinstance(left, ProviderError) and isinstance(right, ProviderError):
-            alike = (left.status, str(left)) == (right.status, str(right))
-            if not search.passed and (alike or search.split):
-                raise search.original
-        else:
-            search.passed = True
-        search.split = True
+        if (
+            isinstance(left, ProviderError)
+            and isinstance(right, ProviderError)
+            and not search.passed
+            and isinstance(self._try_batch(self._probe(batch.kind)), ProviderError)
+        ):
+            raise search.original
+        search.passed = True
         parts = []
         for half, outcome in zip(halves, outcomes, strict=True):
             if isinstance(outcome, ProviderError):
@@ -528,7 +542,7 @@ class RemoteEmbedder(abc.ABC):
                 )
                 vectors, reported = self._parse(data, len(batch.texts))
                 matrix = self._check(vectors, len(batch.texts))
-            except _WidthChangedError:
+            except WidthChangedError:
                 raise  # asking again gets the same width
             except ProviderResponseError as exc:
                 failure = exc
@@ -554,13 +568,12 @@ class RemoteEmbedder(abc.ABC):
             if self._dims is None:
                 self._dims = width
             expected = self._dims
-            unconfirmed = self._dims_expected
             if width == expected:
                 self._dims_expected = False
-        if width != expected and unconfirmed:
+        if width != expected and self._dims_learnt:
             # Not the caller's to fix: the vectors held are of the old model, and the next
             # index run (see confirm_dims) stores the new model's apart.
-            raise _WidthChangedError(
+            raise WidthChangedError(
                 f"{self.provider}: {self.model} now returns {width}-dimensional vectors, not "
                 f"the {expected} it returned before: the model changed, and the next index run "
                 "embeds with the new width",
@@ -620,16 +633,11 @@ class _Batch:
 
 @dataclass(slots=True)
 class _Search:
-    """The hunt for a refused input in one batch: its first refusal, whether it was split
-    already, and whether any part of it has passed since (then inputs are at fault)."""
+    """The hunt for refused inputs in one batch: its first refusal, and whether a request
+    has passed since (then inputs are at fault, not the request)."""
 
     original: ProviderError
-    split: bool = False
     passed: bool = False
-
-
-class _WidthChangedError(ProviderResponseError):
-    """Vectors of another width than the one expected from an earlier run."""
 
 
 def _results_in_order(
