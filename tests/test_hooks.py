@@ -6,17 +6,21 @@ from __future__ import annotations
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from coderecall import _hooks
 from coderecall._hooks import main
 from coderecall._memory import MemoryStore
 from coderecall._sessions import Sessions
+from coderecall._tokens import count_tokens
 from helpers import REPORT_IMPORTS, database_bytes
 
 PAYLOADS = Path(__file__).parent / "hook_payloads"
@@ -26,7 +30,9 @@ COMMAND = {
     "SessionStart": "session-start",
     "UserPromptSubmit": "prompt",
     "PostToolUse": "tool",
+    "PostToolUseFailure": "tool",
     "Stop": "stop",
+    "SubagentStop": "stop",
     "SessionEnd": "stop",
     "PreCompact": "compact",
 }
@@ -41,16 +47,22 @@ PYTEST_OUTPUT = "\n".join(
 )
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
+@pytest.fixture(autouse=True)
+def _outside_claude_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What Claude Code exports to its hooks names the project and the host: not here.
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+
+
+def _repository(root: Path, remote: str) -> Path:
     (root / "shop").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(
-        ["git", "-C", str(root), "remote", "add", "origin", "git@github.com:acme/shop.git"],
-        check=True,
-    )
+    subprocess.run(["git", "-C", str(root), "remote", "add", "origin", remote], check=True)
     return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return _repository(tmp_path / "shop", "git@github.com:acme/shop.git")
 
 
 @pytest.fixture
@@ -125,22 +137,27 @@ def test_a_claude_code_session_is_recorded_and_restored_after_compaction(
     assert start.startswith("[MEMORY]")
     assert "bicycle parts" in start
     assert "## Task" not in start  # a new session has no snapshot yet
-    assert all(answer == {} for answer in answers[1:7])
+    assert all(answer == {} for answer in answers[1:8])
 
     sessions = Sessions(store)
     log = sessions.events(CLAUDE)
-    assert [e.kind for e in log] == ["prompt", "tool", "edit", "error", "summary", "note"]
-    prompt, tool, edit, error, summary, _ = log
+    kinds = ["prompt", "tool", "edit", "error", "summary", "summary", "note"]
+    assert [e.kind for e in log] == kinds
+    prompt, tool, edit, error, subagent, summary, _ = log
     assert "sk-proj-Abcdefghij" not in prompt.text  # redacted
     assert "FAILED tests/test_refund.py::test_partial_refund" in tool.text
     assert tool.text.count("\n") < 80  # compacted: head, the failure, tail
     assert edit.meta["path"].endswith("shop/refunds.py")
+    # A failed call comes as PostToolUseFailure, its error text at the top level.
     assert error.origin == f"{CLAUDE}/agent/a7f3"  # the subagent's session...
     assert error.session == CLAUDE  # ...logs into the root's
+    assert error.text.startswith("Bash: git push\nExit code 128\n")
     assert "could not read Username" in error.text
+    assert subagent.origin == f"{CLAUDE}/agent/a7f3"
+    assert subagent.text == "The push needs credentials; left the commit local."
     assert summary.text == "Froze the clock in the refund test."
 
-    restored = _context(answers[7], "SessionStart")
+    restored = _context(answers[8], "SessionStart")
     assert "bicycle parts" in restored
     assert "Fix the flaky refund test" in restored
     assert "refunds.py" in restored
@@ -151,7 +168,7 @@ def test_a_claude_code_session_is_recorded_and_restored_after_compaction(
     assert summaries[0].session == CLAUDE
     assert "Fix the flaky refund test" in summaries[0].text
     around = store.events_around(summaries[0].id, before=3, after=3)
-    assert [e.kind for e in around] == ["error", "summary", "note"]  # what led up to it
+    assert [e.kind for e in around] == ["summary", "summary", "note"]  # what led up to it
     raw = database_bytes(memory)
     assert b"sk-proj-Abcdefghij" not in raw
 
@@ -161,15 +178,31 @@ def test_a_codex_session_resumes_with_its_snapshot(
 ) -> None:
     answers = [_hook(p, memory) for p in _payloads("codex.jsonl", cwd=str(project))]
     assert answers[0] == {}  # no memory yet: nothing to add
-    assert answers[1:4] == [{}, {}, {}]
-    resumed = _context(answers[4], "SessionStart")
+    assert answers[1:6] == [{}] * 5
+    resumed = _context(answers[6], "SessionStart")
     assert "Add a CSV export to the orders page" in resumed
     assert "error[E0425]" in resumed
+    assert "- src/csv.rs" in resumed  # edited by the patch
     info = Sessions(store).info(CODEX)
     assert info is not None
-    assert info.host == "codex"
-    kinds = [e.kind for e in Sessions(store).events(CODEX)]
-    assert kinds == ["prompt", "tool", "summary"]
+    assert info.host == "codex"  # its session start does not tell; its turns do
+    log = Sessions(store).events(CODEX)
+    assert [e.kind for e in log] == ["prompt", "tool", "edit", "error", "summary"]
+    _, build, patch, mcp, _ = log
+    # Codex passes a Bash command's output as a string without its exit status: a failing
+    # build is a tool result whose error lines the snapshot shows.
+    assert build.text.startswith("Bash: cargo build\n")
+    assert patch.text == "apply_patch src/export.rs, src/csv.rs"
+    assert patch.meta == {
+        "tool": "apply_patch",
+        "path": "src/export.rs",
+        "paths": ["src/export.rs", "src/csv.rs"],
+    }
+    # An MCP tool's result is a CallToolResult: its text parts, failed by isError.
+    assert mcp.text == (
+        'mcp__github__create_issue: {"title": "CSV export"}\n'
+        "403 Forbidden: the token lacks the repo scope"
+    )
 
 
 def _added(store: MemoryStore, text: str, kind: str = "decision") -> int:
@@ -392,3 +425,246 @@ def test_a_hook_process_loads_no_network_array_console_or_code_index_library(
             f"time phrases read: {searched}",
             "time grammar compiled: False",
         ], (event, done.stderr)
+
+
+def _tool_event(
+    project: Path, memory: Path, store: MemoryStore, **payload: Any
+) -> tuple[str, str, dict[str, Any]]:
+    base = {"session_id": "s-tool", "cwd": str(project), "hook_event_name": "PostToolUse"}
+    _hook({**base, **payload}, memory)
+    (event,) = Sessions(store).events("s-tool", include_private=True)
+    return event.kind, event.text, event.meta
+
+
+def test_a_claude_code_tool_failure_is_an_error_with_its_text_compacted(
+    project: Path, memory: Path, store: MemoryStore
+) -> None:
+    # PostToolUse follows a success only; a failure is PostToolUseFailure, no tool_response.
+    trace = [f"  at frame_{i} (src/app.js:{i})" for i in range(600)]
+    error = "\n".join(["Exit code 1", *trace[:300], "TypeError: total is undefined", *trace])
+    kind, text, meta = _tool_event(
+        project,
+        memory,
+        store,
+        hook_event_name="PostToolUseFailure",
+        tool_name="Bash",
+        tool_input={"command": "npm test", "description": "Run the tests"},
+        tool_use_id="toolu_1",
+        error=error,
+        is_interrupt=True,
+    )
+    assert kind == "error"
+    assert text.startswith("Bash: npm test\nExit code 1\n")
+    assert "TypeError: total is undefined" in text
+    assert text.count("\n") < 60  # compacted as a tool's output is
+    assert meta == {"tool": "Bash", "interrupted": True}
+
+
+@pytest.mark.parametrize(
+    ("response", "kind", "shown"),
+    [
+        # Claude Code's Agent tool: the subagent's answer in content parts.
+        (
+            {"status": "completed", "content": [{"type": "text", "text": "Found 3 routes"}]},
+            "tool",
+            "Found 3 routes",
+        ),
+        # An MCP tool's CallToolResult, in camelCase, and bare content parts.
+        (
+            {"content": [{"type": "text", "text": "403 Forbidden"}], "isError": True},
+            "error",
+            "403 Forbidden",
+        ),
+        ({"content": [{"type": "text", "text": "ok"}], "isError": False}, "tool", "ok"),
+        ([{"type": "text", "text": "issue #12"}, {"type": "image", "data": "iVBO"}], "tool", "#12"),
+        # Codex's Bash output: a string, whose only failure it shows is a timeout.
+        ("command timed out after 10000 milliseconds\nbuilding…\n", "error", "building…"),
+        (
+            "Warning: truncated output (original token count: 12000)\nTotal output lines: 900\n"
+            "\ncommand timed out after 10000 milliseconds\nbuilding…\n",
+            "error",
+            "building…",
+        ),
+        ("error: no such command\n", "tool", "no such command"),
+    ],
+)
+def test_tool_responses_are_read_from_the_shapes_hosts_send(
+    project: Path, memory: Path, store: MemoryStore, response: object, kind: str, shown: str
+) -> None:
+    got, text, _ = _tool_event(
+        project,
+        memory,
+        store,
+        tool_name="mcp__x__y",
+        tool_input={"q": "routes"},
+        tool_response=response,
+    )
+    assert (got, shown in text) == (kind, True)
+
+
+def test_a_codex_patch_is_an_edit_of_every_file_it_names(
+    project: Path, memory: Path, store: MemoryStore
+) -> None:
+    patch = (
+        "*** Begin Patch\n*** Update File: src/a.py\n*** Move to: src/b.py\n@@\n-x\n+y\n"
+        "*** Delete File: src/old.py\n*** Add File: src/new.py\n+z\n*** End Patch\n"
+    )
+    kind, text, meta = _tool_event(
+        project,
+        memory,
+        store,
+        turn_id="t1",
+        tool_name="apply_patch",
+        tool_input={"command": patch},
+        tool_response="Success. Updated the following files:\nM src/b.py\nD src/old.py\n",
+    )
+    paths = ["src/a.py", "src/b.py", "src/old.py", "src/new.py"]
+    assert (kind, text) == ("edit", f"apply_patch {', '.join(paths)}")
+    assert meta == {"tool": "apply_patch", "path": "src/a.py", "paths": paths}
+    snapshot = Sessions(store).snapshot("s-tool")
+    assert all(f"- {path}" in snapshot for path in paths)
+
+
+def test_the_host_is_told_by_what_only_it_sends_or_left_unset(
+    project: Path, memory: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def host(session: str) -> str | None:
+        info = Sessions(store).info(session)
+        assert info is not None
+        return info.host
+
+    start = {"cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
+    # Both hosts send `model` at session start; Claude Code's transcript is under ~/.claude.
+    claude = "/home/u/.claude/projects/-home-u-shop/c1.jsonl"
+    _hook(
+        {**start, "session_id": "c1", "model": "claude-opus-4", "transcript_path": claude}, memory
+    )
+    assert host("c1") == "claude-code"
+    _hook({**start, "session_id": "c2", "model": "claude-opus-4", "transcript_path": "/t"}, memory)
+    assert host("c2") is None  # nothing tells: no guess, which would stick
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    _hook({**start, "session_id": "c3", "model": "claude-opus-4", "transcript_path": "/t"}, memory)
+    assert host("c3") == "claude-code"
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR")
+
+    rollout = "/home/u/.codex/sessions/2026/11/28/rollout-2026-11-28T10-00-00-x1.jsonl"
+    codex = {**start, "model": "gpt-5-codex", "permission_mode": "default"}
+    _hook({**codex, "session_id": "x1", "transcript_path": rollout}, memory)
+    assert host("x1") == "codex"
+    _hook({**codex, "session_id": "x2", "transcript_path": None}, memory)
+    assert host("x2") is None
+    _prompt(project, memory, "Add a CSV export", session_id="x2")  # a turn carries turn_id
+    assert host("x2") == "codex"
+
+
+def test_a_subagent_stop_reads_the_subagents_own_transcript(
+    project: Path, memory: Path, store: MemoryStore, tmp_path: Path
+) -> None:
+    def transcript(name: str, text: str) -> str:
+        path = tmp_path / name
+        entry = {"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}}
+        path.write_text(json.dumps(entry) + "\n", encoding="utf-8")
+        return str(path)
+
+    stop = {
+        "session_id": "main",
+        "cwd": str(project),
+        "hook_event_name": "SubagentStop",
+        "transcript_path": transcript("main.jsonl", "The main agent's words."),
+        "stop_hook_active": False,
+        "agent_type": "Explore",
+    }
+    agent = transcript("agent-a1.jsonl", "The subagent's words.")
+    _hook({**stop, "agent_id": "a1", "agent_transcript_path": agent}, memory)
+    _hook({**stop, "agent_id": "a2"}, memory)  # no transcript of its own: nothing to record
+    log = Sessions(store).events("main")
+    assert [(e.origin, e.text) for e in log] == [("main/agent/a1", "The subagent's words.")]
+
+
+def test_a_session_stays_in_its_project_when_the_agent_changes_folder(
+    project: Path, memory: Path, store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add("A web shop for bicycle parts.", "project-brief")
+    other = _repository(tmp_path / "tools", "git@github.com:acme/tools.git")
+    start = {"hook_event_name": "SessionStart", "source": "startup"}
+    # Claude Code's cwd follows the agent's `cd`; $CLAUDE_PROJECT_DIR names the project.
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    answer = _hook({**start, "session_id": "c1", "cwd": str(other / "shop")}, memory)
+    assert "bicycle parts" in _context(answer, "SessionStart")
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR")
+    # Without it, the session stays in the project it began in.
+    _hook({**start, "session_id": "c2", "cwd": str(project)}, memory)
+    _prompt(project, memory, "Fix the refund rounding", session_id="c2", cwd=str(other))
+    end = {"session_id": "c2", "cwd": str(other), "hook_event_name": "SessionEnd"}
+    _hook({**end, "reason": "other"}, memory)
+    for session in ("c1", "c2"):
+        info = Sessions(store).info(session)
+        assert info is not None
+        assert info.project == store.project
+    (summary,) = store.records(type="session-summary")
+    assert "Fix the refund rounding" in summary.text
+
+
+def test_session_end_waits_briefly_for_a_busy_database(
+    project: Path, memory: Path, store: MemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The hosts give a SessionEnd hook 1.5 s (Claude Code) or 1 s (Codex) by default.
+    Sessions(store).record("s-end", "prompt", "Fix the refund rounding")
+    writer = sqlite3.connect(memory, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    try:
+        began = time.monotonic()
+        end = {"session_id": "s-end", "cwd": str(project), "hook_event_name": "SessionEnd"}
+        assert _hook({**end, "reason": "other"}, memory) == {}
+        waited = time.monotonic() - began
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert "coderecall hook stop" in capsys.readouterr().err
+    assert waited < 5  # the other hooks wait up to 10 s
+
+
+def test_the_session_start_context_fits_what_both_hosts_pass_whole(
+    project: Path, memory: Path, store: MemoryStore
+) -> None:
+    words = [
+        "refund",
+        "coupon",
+        "cart",
+        "discount",
+        "ledger",
+        "invoice",
+        "endpoint",
+        "migration",
+        "schema",
+        "token",
+    ]
+
+    def sentence(i: int, n: int) -> str:
+        return " ".join(words[(i * 7 + j * 3) % len(words)] for j in range(n)).capitalize()
+
+    kinds = ["project-brief", "preference", "architecture", "tech-context", "progress"]
+    for i in range(120):
+        store.add(f"{sentence(i, 25)} in src/module_{i}/file_{i}.py ({i}).", kinds[i % 5])
+    sessions = Sessions(store)
+    for i in range(60):
+        sessions.record("s-long", "prompt", f"Step {i}: {sentence(i, 30)}.")
+        sessions.record("s-long", "error", f"Traceback in module_{i}: {sentence(i, 20)}")
+        sessions.record("s-long", "edit", "Edit", meta={"path": f"{project}/src/m_{i}.py"})
+        sessions.record("s-long", "decision", f"Decided {i}: {sentence(i, 18)}")
+    payload = {
+        "session_id": "s-long",
+        "cwd": str(project),
+        "hook_event_name": "SessionStart",
+        "source": "compact",
+    }
+    context = _context(_hook(payload, memory), "SessionStart")
+    # Claude Code passes 10,000 characters whole, Codex 2,500 tokens of 4 bytes.
+    assert len(context.encode()) <= _hooks.CONTEXT_BYTES < 10_000
+    assert count_tokens(context) <= 2400
+    block = store.context(session="s-long", budget=_hooks.CONTEXT_BUDGET).text
+    snapshot = sessions.snapshot("s-long", budget=_hooks.SNAPSHOT_BUDGET)
+    assert context.startswith("[MEMORY]\n## Project brief\n- ")
+    assert "[/MEMORY]\n\n# Session s-long: 240 events\n## Task\n" in context
+    # Cut at whole lines: records and snapshot items.
+    assert set(context.splitlines()) <= {"", *block.splitlines(), *snapshot.splitlines()}

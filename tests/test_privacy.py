@@ -703,3 +703,31 @@ def test_adversarial_megabyte_is_linear(name: str) -> None:
     filter_text(text)
     elapsed = time.perf_counter() - started
     assert elapsed < 5.0, f"{name}: {elapsed:.2f} s for {len(text)} characters"
+
+
+def test_a_shrunk_text_is_filtered_as_exactly_as_the_whole() -> None:
+    # Private sections and private keys are cut from the whole text before the cut; the
+    # rest is redacted in what the cut keeps, and once more in what it returns.
+    token = "ghp_" + fake(36)
+    body = fake(64, ALNUM + "+/")
+    key = "\n".join(
+        ["-----BEGIN RSA PRIVATE KEY-----", *[body] * 8, "-----END RSA PRIVATE KEY-----"]
+    )
+    text = "\n".join([f"token {token}", "<private>12 Elm Street", "x</private>", "a", key, "z"])
+    seen: list[str] = []
+
+    def last_lines(visible: str, redact: Callable[[str], str]) -> str:
+        seen.append(visible)
+        return "\n".join(redact(line) for line in visible.splitlines()[-3:])
+
+    filtered = filter_text(text, shrink=last_lines)
+    assert filtered.text == "a\n[redacted:private_key]\nz"
+    assert body not in seen[0]  # cut from the whole text, before the cut
+    assert "Elm Street" not in seen[0]
+    assert filtered.redactions == ("private_key",)
+    assert filtered.private_sections == 1
+    whole = filter_text(text)
+    assert whole.text.endswith(filtered.text)
+    kept = filter_text(text, shrink=lambda visible, redact: redact(visible))
+    assert kept.text == whole.text
+    assert kept.redactions == ("private_key", "github")  # private keys listed first

@@ -12,7 +12,7 @@ import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -23,6 +23,7 @@ from coderecall import _tokens as tokens_module
 from coderecall._errors import QueryError, StoreError
 from coderecall._memory import MemoryStore
 from coderecall._memory_io import TableCounts, export_memory, import_memory
+from coderecall._privacy import filter_text
 from coderecall._sessions import EVENT_KINDS, Sessions, compact_output
 from coderecall._tokens import count_tokens
 from helpers import database_bytes
@@ -201,6 +202,11 @@ def test_a_long_tool_output_keeps_head_tail_and_error_lines() -> None:
     # A huge line is cut with a marker.
     (cut,) = compact_output("x" * 1000).split("\n")
     assert cut == "x" * 400 + " … [600 chars cut]"
+    # Past 50,000 lines, those far from both ends are not tested: the cost stays bounded.
+    many = ["ok"] * 120_000
+    many[60_000] = "ERROR: lost in the middle"
+    out = compact_output("\n".join(many)).split("\n")
+    assert out[15] == "… 119970 lines omitted, 69970 not searched for errors …"
 
 
 def test_too_many_error_lines_keep_the_first_and_last_and_count_the_rest() -> None:
@@ -224,6 +230,56 @@ def test_a_tool_event_is_stored_compacted(sessions: Sessions) -> None:
     assert "test_400 FAILED" in event.text
     assert len(event.text.splitlines()) < 40
     assert sessions.events("s1")[0].text == event.text
+
+
+def test_a_huge_tool_output_is_filtered_exactly_at_the_cost_of_what_is_kept(
+    sessions: Sessions, store: MemoryStore, db: Path
+) -> None:
+    # Megabytes of output: private sections and private keys are cut from the whole text,
+    # secrets looked for in the lines kept only, a secret a cut would split included.
+    token = "sk-proj-" + "Q7xZ9" * 10
+    body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7" + "k3Yq" * 4
+    key = "\n".join(["-----BEGIN PRIVATE KEY-----", *[body] * 30, "-----END PRIVATE KEY-----"])
+    filler = [f"compiling crate {i:<6} " + "." * 100 for i in range(20_000)]
+    lines = [
+        f"using {token}",
+        "x" * 395 + f" {token}",  # across the cut of a long line
+        "<private>a home address, 12 Elm Street",  # opened in the head...
+        *filler[:100],
+        "12 Elm Street again</private> done",  # ...closed in lines dropped
+        *filler,
+        f"ERROR: upload rejected for {token}",  # an error line kept from the middle
+        *filler,
+        key,  # its header is dropped, its last lines are in the tail
+        "ok",
+    ]
+    output = "\n".join(lines)
+    assert len(output) > 4_000_000
+    handed: list[int] = []
+
+    def counted(text: str, redact: Callable[[str], str]) -> str:
+        def counting(part: str) -> str:
+            handed.append(len(part))
+            return redact(part)
+
+        return compact_output(text, redact=counting)
+
+    filtered = filter_text(output, shrink=counted)
+    assert sum(handed) < 60_000  # the kept lines, not the megabytes
+    event = sessions.record("s1", "tool", output)
+    assert event is not None
+    assert event.text == filtered.text
+    assert event.text.startswith("using [redacted:openai]\n" + "x" * 395 + " [red … [")
+    assert "\n[private] done\n" in event.text
+    assert "\nERROR: upload rejected for [redacted:openai]\n" in event.text
+    assert event.text.endswith("\n[redacted:private_key]\nok")
+    unclosed = sessions.record("s1", "tool", "\n".join([*filler, "<private>", *filler, key]))
+    assert unclosed is not None
+    assert unclosed.text.endswith(f"\n{filler[-1]}\n[private]")  # hides all after it
+    store.close()
+    data = database_bytes(db)
+    for absent in ("sk-proj", "Q7xZ9", "Elm Street", "MIIEvQIB", "k3Yq", "PRIVATE KEY"):
+        assert absent.encode() not in data
 
 
 # --- child sessions -----------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 The host runs the command with one JSON object on stdin and reads one JSON object from
 stdout. Both hosts send snake_case payloads with ``session_id``, ``cwd`` and
-``hook_event_name`` (Codex adds ``turn_id`` and ``model``), and both take extra context as
-``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}``.
+``hook_event_name`` (Codex adds ``turn_id`` to the events of a turn), and both take extra
+context as ``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}``.
 
 ==================  =========================================  ==============================
 command             host events                                 what it does
@@ -18,8 +18,8 @@ command             host events                                 what it does
 ``prompt``          ``UserPromptSubmit``                        records the prompt; answers
                                                                 the records it recalls, if
                                                                 any (``--no-recall``: none)
-``tool``            ``PostToolUse``                             records the tool call: an
-                                                                ``edit`` for file writes, an
+``tool``            ``PostToolUse``,                            records the tool call: an
+                    ``PostToolUseFailure``                      ``edit`` for file writes, an
                                                                 ``error`` for failures, else a
                                                                 compacted ``tool`` result
 ``stop``            ``Stop``, ``SubagentStop``, ``SessionEnd``  records the assistant's last
@@ -30,7 +30,10 @@ command             host events                                 what it does
                                                                 next ``SessionStart`` injects
 ==================  =========================================  ==============================
 
-Subagents: an event that carries ``agent_id`` (Claude Code) comes from a child session
+The project is Claude Code's ``$CLAUDE_PROJECT_DIR`` when set (its ``cwd`` follows the
+agent's ``cd``), else the one the session already belongs to, else the one holding ``cwd``.
+
+Subagents: an event that carries ``agent_id`` (Claude Code, Codex) comes from a child session
 ``<session_id>/agent/<agent_id>`` of the main one; a ``parent_session_id`` (hosts that give
 subagents their own sessions) links the two. Either way the events land in the root's log.
 
@@ -44,6 +47,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,10 +64,15 @@ if TYPE_CHECKING:  # loaded by a hook that runs: the CLI builds its parser from 
 
 __all__ = ["HOOK_EVENTS", "HookResult", "run_hook"]
 
-CONTEXT_BUDGET = 1500
+CONTEXT_BUDGET = 1300
 """Tokens of the ``[MEMORY]`` block injected at session start."""
-SNAPSHOT_BUDGET = 1200
-"""Tokens of the session snapshot re-injected after the host compacted its context."""
+SNAPSHOT_BUDGET = 1000
+"""Tokens of the session snapshot re-injected after the host compacted its context. With
+:data:`CONTEXT_BUDGET`, below the 2,500 tokens Codex passes whole (:data:`CONTEXT_BYTES`)."""
+CONTEXT_BYTES = 9600
+"""UTF-8 bytes a session start answers at most, cut at a line (a record, an item): Claude
+Code passes 10,000 characters of context whole and Codex 2,500 tokens counted as 4 bytes
+each; past that, both save the text to a file and show the model a preview."""
 RECALL_BUDGET = 400
 """Tokens of the records a prompt recalls (see :meth:`MemoryStore.recall`)."""
 RECALL_LIMIT = 3
@@ -70,11 +80,23 @@ RECALL_LIMIT = 3
 _TRANSCRIPT_TAIL = 1 << 20
 """Bytes read from the end of a transcript to find the last assistant message."""
 _EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch"})
+_PATCH_PATH = re.compile(r"^\*\*\* (?:Update File|Add File|Delete File|Move to): (.+?)\s*$", re.M)
+"""A path in a Codex ``apply_patch`` patch: the files it updates, adds, deletes or moves to."""
+_TIMED_OUT = re.compile(
+    r"(?:Warning: truncated output[^\n]*\n(?:Total output lines: \d+\n)?\n)?"
+    r"command timed out after \d+ milliseconds\n"
+)
+"""How Codex opens the output of a shell command that timed out: the only failure its Bash
+output shows (it passes no exit status, and a failing command's output as any other)."""
 _SUMMARY_CHARS = 2000
 BUSY_TIMEOUT = 10.0
 """Seconds a hook waits for another process's write to the memory database: well within
-the hosts' own hook timeout (60 s in Claude Code and Codex), so a stuck writer costs the
-event, with a message, not the host's wait."""
+the hosts' own hook timeout (600 s by default in Claude Code and Codex), so a stuck writer
+costs the event, with a message, not the host's wait."""
+SESSION_END_BUSY_TIMEOUT = 0.3
+"""The wait at ``SessionEnd``, whose whole hook the hosts give 1.5 s (Claude Code) and 1 s
+(Codex) by default: a writer holding the database then costs the session's summary, not a
+hook the host kills."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,17 +126,42 @@ def run_hook(
     session = _text(payload, "session_id")
     if not session:
         raise _HookError("the hook payload has no session_id")
-    cwd = _text(payload, "cwd") or "."
-    folder = Path(cwd).expanduser()
-    # The host's folder may be a sub-folder of the project; one that is gone names it as is.
-    project = project_root(folder) if folder.is_dir() else cwd
-    from ._memory import MemoryStore
     from ._sessions import Sessions
 
-    with MemoryStore(project, path=memory, busy_timeout=BUSY_TIMEOUT) as store:
+    with _open_store(payload, session, memory) as store:
         sessions = Sessions(store)
         current = _session_of(sessions, payload, session)
         return handler(_Call(store, sessions, current, payload, recall))
+
+
+def _open_store(payload: Mapping[str, Any], session: str, memory: str | Path | None) -> MemoryStore:
+    """The store of the session's project (see the module docs)."""
+    from ._memory import MemoryStore
+    from ._sessions import Sessions
+
+    ending = _text(payload, "hook_event_name") == "SessionEnd"
+    busy = SESSION_END_BUSY_TIMEOUT if ending else BUSY_TIMEOUT
+    named = os.environ.get("CLAUDE_PROJECT_DIR", "").strip()
+    store = MemoryStore(
+        _project(named or _text(payload, "cwd") or "."), path=memory, busy_timeout=busy
+    )
+    if named:
+        return store
+    try:
+        known = Sessions(store).project_of(session)
+    except BaseException:
+        store.close()
+        raise
+    if known is None or known == store.project:
+        return store
+    store.close()  # the agent moved to another folder: the session stays where it began
+    return MemoryStore(known, path=memory, busy_timeout=busy)
+
+
+def _project(folder: str) -> str | Path:
+    path = Path(folder).expanduser()
+    # The host's folder may be a sub-folder of the project; one that is gone names it as is.
+    return project_root(path) if path.is_dir() else folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,9 +182,8 @@ class _HookError(Error):
 
 
 def _session_start(call: _Call) -> HookResult:
-    host = "codex" if "turn_id" in call.payload or "model" in call.payload else "claude-code"
     known = call.sessions.info(call.session)
-    call.sessions.start(call.session, host=host)
+    call.sessions.start(call.session, host=_host(call.payload))
     source = _text(call.payload, "source") or "startup"
     parts: list[str] = []
     resumed = known is not None or source in ("resume", "compact")
@@ -149,7 +195,7 @@ def _session_start(call: _Call) -> HookResult:
         snapshot = call.sessions.snapshot(call.session, budget=SNAPSHOT_BUDGET)
         if snapshot:
             parts.append(snapshot)
-    output = _context(call.host_event or "SessionStart", "\n\n".join(parts))
+    output = _context(call.host_event or "SessionStart", _fit(parts, CONTEXT_BYTES))
     return HookResult(output, call.session)
 
 
@@ -157,6 +203,11 @@ def _prompt(call: _Call) -> HookResult:
     prompt = _text(call.payload, "prompt")
     if not prompt.strip():
         return HookResult({}, call.session)
+    host = _host(call.payload)  # a Codex session start may not tell; its turns do
+    if host is not None:
+        known = call.sessions.info(call.session)
+        if known is None or known.host is None:
+            call.sessions.start(call.session, host=host)
     text, recalled = "", []
     if call.recall:
         from ._privacy import filter_text
@@ -182,19 +233,27 @@ def _tool(call: _Call) -> HookResult:
     name = _text(call.payload, "tool_name") or "tool"
     given = call.payload.get("tool_input")
     arguments: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-    response = call.payload.get("tool_response")
-    failed, output = _outcome(response)
-    path = _text(arguments, "file_path") or _text(arguments, "notebook_path")
-    meta: dict[str, Any] = {"tool": name}
-    if path:
-        meta["path"] = path
-    if name in _EDIT_TOOLS and not failed:
-        kind, text = "edit", f"{name} {path or _first_line(_text(arguments, 'input'))}"
+    if call.host_event == "PostToolUseFailure":  # Claude Code: an error, no tool_response
+        failed, output = True, _text(call.payload, "error")
     else:
-        command = _text(arguments, "command") or path or _first_line(json.dumps(arguments))
+        failed, output = _outcome(call.payload.get("tool_response"))
+    paths = _paths(name, arguments)
+    meta: dict[str, Any] = {"tool": name}
+    if paths:
+        meta["path"] = paths[0]
+    if len(paths) > 1:
+        meta["paths"] = paths
+    if call.payload.get("is_interrupt") is True:
+        meta["interrupted"] = True
+    if name in _EDIT_TOOLS and not failed:
+        named = ", ".join(paths) or _first_line(_text(arguments, "input"))
+        kind, text = "edit", f"{name} {named}"
+    else:
+        command = "" if name == "apply_patch" else _text(arguments, "command")
+        command = command or ", ".join(paths) or _first_line(json.dumps(arguments))
         kind = "error" if failed else "tool"
         text = f"{name}: {command}\n{output}".rstrip()
-    event = call.sessions.record(call.session, kind, text, meta=meta)
+    event = call.sessions.record(call.session, kind, text, meta=meta, compact=kind != "edit")
     return HookResult({}, call.session, event.id if event else None)
 
 
@@ -203,8 +262,10 @@ def _stop(call: _Call) -> HookResult:
         snapshot = call.sessions.snapshot(call.session, budget=SNAPSHOT_BUDGET)
         call.sessions.end(call.session, summary=snapshot or None)
         return HookResult({}, call.session)
+    # A subagent's own transcript: transcript_path is the main session's.
+    key = "agent_transcript_path" if call.host_event == "SubagentStop" else "transcript_path"
     message = _text(call.payload, "last_assistant_message") or _last_assistant_message(
-        _text(call.payload, "transcript_path")
+        _text(call.payload, key)
     )
     event = None
     if message.strip():
@@ -250,23 +311,87 @@ def _context(event: str, text: str) -> dict[str, Any]:
 
 
 def _outcome(response: object) -> tuple[bool, str]:
-    """Whether a tool call failed, and its output as text."""
+    """Whether a tool call failed, and its output as text. Shapes: Codex's Bash output is a
+    string; an MCP result is ``{"content": [parts], "isError": ...}``, as is Claude Code's
+    Agent result (with no ``isError``); Claude Code's Bash gives ``stdout``, ``stderr`` and
+    ``interrupted``."""
     if isinstance(response, str):
-        return False, response
+        return _TIMED_OUT.match(response) is not None, response
+    if isinstance(response, list):
+        return False, _parts_text(response)
     if not isinstance(response, Mapping):
         return False, "" if response is None else json.dumps(response)
-    failed = bool(response.get("is_error")) or response.get("success") is False
+    failed = any(response.get(key) is True for key in ("is_error", "isError", "interrupted"))
+    failed = failed or response.get("success") is False
     code = response.get("exit_code", response.get("exitCode"))
     if isinstance(code, int) and code != 0:
         failed = True
-    if response.get("interrupted") is True:
-        failed = True
     pieces = [
         str(response[key])
-        for key in ("stdout", "output", "stderr", "error", "content")
+        for key in ("stdout", "output", "stderr", "error")
         if isinstance(response.get(key), str) and response[key]
     ]
-    return failed, "\n".join(pieces)
+    content = response.get("content")
+    pieces.append(_parts_text(content) if isinstance(content, list) else _text(response, "content"))
+    return failed, "\n".join(piece for piece in pieces if piece)
+
+
+def _parts_text(parts: Sequence[object]) -> str:
+    """The text parts of MCP-style content (images and the like are left out)."""
+    return "\n".join(
+        part["text"]
+        for part in parts
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str) and part["text"]
+    )
+
+
+def _paths(tool: str, arguments: Mapping[str, Any]) -> list[str]:
+    """The files a tool call names: a Claude Code tool's ``file_path``, or the files a
+    Codex ``apply_patch`` patch touches (in ``tool_input.command``)."""
+    if tool == "apply_patch":
+        found = _PATCH_PATH.findall(_text(arguments, "command"))
+        return list(dict.fromkeys(path for path in found if path))
+    path = _text(arguments, "file_path") or _text(arguments, "notebook_path")
+    return [path] if path else []
+
+
+def _host(payload: Mapping[str, Any]) -> str | None:
+    """The host that sent ``payload``, by what only it sends, or ``None`` when nothing tells:
+    a host, once stored, stays (both send ``model`` at session start)."""
+    if "turn_id" in payload:
+        return "codex"
+    transcript = Path(_text(payload, "transcript_path"))
+    if ".claude" in transcript.parts:  # ~/.claude/projects/...
+        return "claude-code"
+    if ".codex" in transcript.parts or transcript.name.startswith("rollout-"):
+        return "codex"  # ~/.codex/sessions/.../rollout-....jsonl
+    if os.environ.get("CLAUDE_PROJECT_DIR"):  # what Claude Code exports to its hooks
+        return "claude-code"
+    return None
+
+
+def _fit(parts: Sequence[str], limit: int) -> str:
+    """``parts`` joined by blank lines, within ``limit`` UTF-8 bytes: whole lines are dropped
+    from the end of the last part first (a ``[MEMORY]`` block keeps its closing line), with
+    any heading left with nothing under it, and a part left with its first line only goes."""
+    texts = [part.splitlines() for part in parts if part]
+
+    def joined() -> str:
+        return "\n\n".join("\n".join(lines) for lines in texts)
+
+    while texts and len(joined().encode()) > limit:
+        lines = texts[-1]
+        closer = 1 if lines[-1] == "[/MEMORY]" else 0
+        end = len(lines) - closer
+        if end <= 1:
+            texts.pop()
+            continue
+        del lines[end - 1]
+        while end - 1 > 1 and lines[end - 2].startswith("#"):  # an empty section's title
+            del lines[end - 2]
+            end -= 1
+    texts = [lines for lines in texts if len(lines) > (2 if lines[-1] == "[/MEMORY]" else 1)]
+    return joined()
 
 
 def _last_assistant_message(transcript: str) -> str:

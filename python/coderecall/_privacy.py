@@ -79,7 +79,7 @@ the caller refuses it (there is no exception for it: refusing is the normal outc
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -185,20 +185,50 @@ def classify(tags: Iterable[str] = (), level: str | None = None) -> Level:
     return LEVELS[rank]
 
 
-def filter_text(text: str, *, tags: Iterable[str] = (), level: str | None = None) -> Filtered:
+Shrink = Callable[[str, Callable[[str], str]], str]
+"""A cut of a long text: ``shrink(text, redact)`` (see :func:`filter_text`)."""
+
+
+def filter_text(
+    text: str,
+    *,
+    tags: Iterable[str] = (),
+    level: str | None = None,
+    shrink: Shrink | None = None,
+) -> Filtered:
     """``text`` as it may be stored: private sections cut out, secrets redacted.
 
     The level comes from :func:`classify` (so an unknown ``level`` raises ValueError). A
     blocked record is not read at all: the result has ``text=""``, no redactions and
     ``level="blocked"``, and the caller must refuse it. Filtering is idempotent: filtering
     the filtered text changes nothing.
+
+    ``shrink`` keeps the secret scan, the costly part, to the text that is kept of a long
+    one (a tool's output of megabytes): it is called with the text less its private
+    sections and private keys (cut in linear passes over the whole text, private keys
+    being the one secret that spans lines) and a ``redact`` function, and must return only
+    text that went through ``redact``, a secret that its cut would split included (as
+    :func:`coderecall._sessions.compact_output` does). What it returns is scanned once
+    more, whole. The private keys are then the first ``redactions``.
     """
     lvl = classify(tags, level)
     if lvl == "blocked":
         return Filtered(text="", redactions=(), private_sections=0, level=lvl)
     visible, sections = _cut_private(scrub(text))
+    found: list[str] = []
+    if shrink is not None:
+
+        def redact_part(part: str) -> str:
+            clean, kinds = _redact_secrets(part)
+            found.extend(kinds)
+            return clean
+
+        keys, kinds = _redact_secrets(visible, _PEM_ONLY)
+        found.extend(kinds)
+        visible = shrink(keys, redact_part)
     clean, kinds = _redact_secrets(visible)
-    return Filtered(text=clean, redactions=kinds, private_sections=sections, level=lvl)
+    found.extend(kinds)
+    return Filtered(text=clean, redactions=tuple(found), private_sections=sections, level=lvl)
 
 
 def redact(text: str) -> str:
@@ -341,6 +371,8 @@ def _alternatives(branches: Iterable[tuple[str, str]]) -> str:
 _SECRET: Final = re.compile(
     rf"(?<![A-Za-z0-9_])(?:{_alternatives(_WORD_BRANCHES)})|{_alternatives(_OTHER_BRANCHES)}"
 )
+_PEM_ONLY: Final = re.compile(_alternatives(_OTHER_BRANCHES[:1]))
+"""Private keys alone: a literal start, so a pass over megabytes takes milliseconds."""
 _PROVIDER: Final = re.compile(_alternatives(_PROVIDERS))
 """Used with ``fullmatch`` only: whether a labelled value is itself a provider token."""
 _RUN_REST: Final = re.compile(r"[^\s\"'`]*")
@@ -381,13 +413,13 @@ _CODE_NAME: Final = re.compile(
 )
 
 
-def _redact_secrets(text: str) -> tuple[str, tuple[str, ...]]:
+def _redact_secrets(text: str, pattern: re.Pattern[str] = _SECRET) -> tuple[str, tuple[str, ...]]:
     """``text`` with every secret replaced by its marker, and the kinds in text order."""
     parts: list[str] = []
     kinds: list[str] = []
     copied = 0  # text[:copied] is in parts
     pos = 0
-    while (m := _SECRET.search(text, pos)) is not None:
+    while (m := pattern.search(text, pos)) is not None:
         found = _judge(m)
         if isinstance(found, int):  # not a secret: resume scanning from there
             pos = max(found, m.start() + 1)
