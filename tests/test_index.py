@@ -236,6 +236,22 @@ def test_limit_per_file_and_content(project: Path) -> None:
     assert hits[0].to_dict()["content"] is None
 
 
+def test_no_content_after_a_merged_unit_is_named(make_repo: MakeRepo) -> None:
+    """A hit naming a unit merged into its chunk reads that chunk's symbols; the hits after
+    it must still come without text when none was asked for."""
+    root = make_repo(
+        {
+            "small.py": "def alpha():\n    return 1\n\n\ndef beta():\n    return 2\n",
+            "uses.py": _function("caller", 1).replace("spline.reticulate", "beta"),
+        }
+    )
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        hits = index.search("beta", limit=5, with_content=False)
+        assert [hit.path for hit in hits][:2] == ["small.py", "uses.py"]
+        assert hits[0].symbol == "beta"
+        assert all(hit.content is None for hit in hits)
+
+
 def _function(name: str, mentions: int, filler: int = 14) -> str:
     """A Python function big enough to be a chunk of its own, saying "reticulate spline"
     ``mentions`` times among ``filler`` lines no query here asks for."""

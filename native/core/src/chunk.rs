@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -223,6 +223,24 @@ pub fn join_symbol_path(module: &str, local: &str, lang: Language) -> String {
     }
 }
 
+/// The symbol path shown to people: [`join_symbol_path`] without the class a Java, Kotlin or
+/// Scala file is named after said twice (`org.jsoup.select.QueryParser.parse`, not
+/// `...QueryParser.QueryParser.parse`). The index analyses the joined path as it always has.
+#[must_use]
+pub fn shown_symbol_path(module: &str, local: &str, lang: Language) -> String {
+    let named_after = matches!(lang, Language::Java | Language::Kotlin | Language::Scala)
+        && module.rsplit('.').next().is_some_and(|stem| {
+            local
+                .strip_prefix(stem)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        });
+    match module.rsplit_once('.') {
+        Some((package, _)) if named_after => join_symbol_path(package, local, lang),
+        None if named_after => local.to_owned(),
+        _ => join_symbol_path(module, local, lang),
+    }
+}
+
 fn separator(lang: Language) -> &'static str {
     if lang == Language::Markdown {
         " > "
@@ -275,21 +293,28 @@ pub fn chunk_file_with(source: &str, lang: Language, sizes: MergeSizes) -> FileC
     let mut out = Emitter::new(&lines);
     let mut fell_back = false;
     let mut refs = Vec::new();
+    let unmacroed = if lang == Language::Cpp {
+        unmacro_classes(source)
+    } else {
+        None
+    };
     match lang {
         Language::Markdown => markdown_sections(&lines, &mut out),
         _ => match lang.grammar().zip(lang.syntax_query()) {
-            Some((grammar, query)) => match parse(source, &grammar) {
-                Some(tree) => {
-                    let defs;
-                    (defs, refs) = definitions_and_refs(&tree, lang, query, source, &lines);
-                    out.symbols = defs.symbols(separator(lang));
-                    out.range(&defs.roots, 0, lines.len(), &Scope::root());
+            Some((grammar, query)) => {
+                match parse(unmacroed.as_deref().unwrap_or(source.as_bytes()), &grammar) {
+                    Some(tree) => {
+                        let defs;
+                        (defs, refs) = definitions_and_refs(&tree, lang, query, source, &lines);
+                        out.symbols = defs.symbols(separator(lang));
+                        out.range(&defs.roots, 0, lines.len(), &Scope::root());
+                    }
+                    None => {
+                        fell_back = true;
+                        out.windows(0, lines.len(), ChunkKind::Text, "", "", "");
+                    }
                 }
-                None => {
-                    fell_back = true;
-                    out.windows(0, lines.len(), ChunkKind::Text, "", "", "");
-                }
-            },
+            }
             None => out.windows(0, lines.len(), ChunkKind::Text, "", "", ""),
         },
     }
@@ -305,7 +330,127 @@ pub fn chunk_file_with(source: &str, lang: Language, sizes: MergeSizes) -> FileC
     }
 }
 
-fn parse(source: &str, grammar: &tree_sitter::Language) -> Option<tree_sitter::Tree> {
+/// `class LEVELDB_EXPORT Status {`: tree-sitter-cpp cannot know that an export or lock
+/// annotation macro expands to an attribute, reads the class as a function returning it, and
+/// the class and its members go missing. The text the parser reads has such macros (upper-case
+/// words, with or without arguments, between `class`/`struct`/`union` and the name) blanked,
+/// byte for byte, so every offset and line stays that of the file; `None` when there are none.
+fn unmacro_classes(source: &str) -> Option<Vec<u8>> {
+    let b = source.as_bytes();
+    let word = |at: usize| {
+        let end = at + b[at..].iter().take_while(|&&c| is_ident_byte(c)).count();
+        (at < end && !b[at].is_ascii_digit()).then_some(end)
+    };
+    let skip_space = |at: usize| {
+        at + b[at..]
+            .iter()
+            .take_while(|c| c.is_ascii_whitespace())
+            .count()
+    };
+    let mut blanks: Vec<(usize, usize)> = Vec::new();
+    let mut at = 0;
+    while at < b.len() {
+        let Some(end) = word(at) else {
+            at += 1;
+            continue;
+        };
+        let keyword = matches!(&b[at..end], b"class" | b"struct" | b"union")
+            && (at == 0 || !is_ident_byte(b[at - 1]));
+        if !keyword {
+            at = end;
+            continue;
+        }
+        let mut macros = Vec::new();
+        let mut next = skip_space(end);
+        while let Some(token_end) = word(next) {
+            let shaped = is_macro(&b[next..token_end]);
+            // A macro's arguments, as in `EXPORT_API(core)`.
+            let mut past = token_end;
+            if b.get(past) == Some(&b'(') {
+                let close = b[past..].iter().position(|&c| c == b')' || c == b'\n');
+                match close {
+                    Some(close) if b[past + close] == b')' => past += close + 1,
+                    _ => break,
+                }
+            }
+            let after = skip_space(past);
+            if !shaped || after == past || word(after).is_none() {
+                break;
+            }
+            macros.push((next, past));
+            next = after;
+        }
+        let named = word(next).map(skip_space);
+        let opens = named.is_some_and(|after| {
+            matches!(b.get(after), Some(b'{' | b':' | b';')) || b[after..].starts_with(b"final")
+        });
+        if opens {
+            blanks.extend(macros);
+        }
+        at = end;
+    }
+    // `void Lock() EXCLUSIVE_LOCK_FUNCTION(mu_) {`, `int x() const GUARDED_BY(mu_);`: an
+    // annotation macro after a function's parameters reads as its declarator.
+    let mut at = 0;
+    while at < b.len() {
+        let Some(end) = word(at) else {
+            at += 1;
+            continue;
+        };
+        if is_macro(&b[at..end]) && (at == 0 || !is_ident_byte(b[at - 1])) {
+            // With its arguments, or bare (`NO_THREAD_SAFETY_ANALYSIS`).
+            let close = if b.get(end) == Some(&b'(') {
+                b[end..]
+                    .iter()
+                    .position(|&c| c == b')' || c == b'\n')
+                    .filter(|&close| b[end + close] == b')')
+                    .map(|close| close + 1)
+            } else {
+                Some(0)
+            };
+            if let Some(close) = close {
+                let past = end + close;
+                let before = b[..at].trim_ascii_end();
+                let next = skip_space(past);
+                let follows_parameters = before.ends_with(b")")
+                    || before.ends_with(b" const")
+                    || before.ends_with(b" override");
+                // Several may follow one another (`LOCKS_EXCLUDED(a) SHARED_LOCKS(b) {`).
+                let ends = matches!(b.get(next), Some(b'{' | b';' | b'='))
+                    || word(next).is_some_and(|end| is_macro(&b[next..end]));
+                if follows_parameters && ends {
+                    blanks.push((at, past));
+                }
+                at = past;
+                continue;
+            }
+        }
+        at = end;
+    }
+    if blanks.is_empty() {
+        return None;
+    }
+    let mut text = b.to_vec();
+    for (start, end) in blanks {
+        text[start..end].fill(b' ');
+    }
+    Some(text)
+}
+
+/// An upper-case word of two letters or more, as macros are named (`LEVELDB_EXPORT`).
+fn is_macro(token: &[u8]) -> bool {
+    token.len() > 1
+        && token.iter().any(u8::is_ascii_uppercase)
+        && token
+            .iter()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
+}
+
+fn is_ident_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+fn parse(source: &[u8], grammar: &tree_sitter::Language) -> Option<tree_sitter::Tree> {
     thread_local! {
         static PARSER: RefCell<Parser> = RefCell::new(Parser::new());
     }
@@ -320,8 +465,7 @@ fn parse(source: &str, grammar: &tree_sitter::Language) -> Option<tree_sitter::T
                 ControlFlow::Continue(())
             }
         };
-        let bytes = source.as_bytes();
-        let mut read = |offset: usize, _| bytes.get(offset..).unwrap_or_default();
+        let mut read = |offset: usize, _| source.get(offset..).unwrap_or_default();
         let options = ParseOptions::new().progress_callback(&mut on_progress);
         let tree = parser.parse_with_options(&mut read, None, Some(options));
         // A cancelled parse leaves state behind that would leak into the next file.
@@ -1222,6 +1366,17 @@ mod tests {
         assert_eq!(path, "store::Store::open");
         assert_eq!(join_symbol_path("", "main", Language::Python), "main");
         assert_eq!(join_symbol_path("pkg.mod", "", Language::Python), "pkg.mod");
+        let java = |module, local| shown_symbol_path(module, local, Language::Java);
+        assert_eq!(java("org.x.Parser", "Parser.parse"), "org.x.Parser.parse");
+        assert_eq!(java("org.x.Parser", "Parser"), "org.x.Parser");
+        assert_eq!(java("Parser", "Parser.parse"), "Parser.parse");
+        assert_eq!(
+            java("org.x.Parser", "ParserTest.run"),
+            "org.x.Parser.ParserTest.run"
+        );
+        assert_eq!(java("org.x.Parser", ""), "org.x.Parser");
+        let python = shown_symbol_path("pkg.parser", "parser.run", Language::Python);
+        assert_eq!(python, "pkg.parser.parser.run");
         let text = index_text("src/store.rs", &path, "impl Store {", "pub fn open() {}");
         assert_eq!(
             text,

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use rayon::prelude::*;
 
 use crate::bm25::{AnalyzedDoc, Bm25Index, Bm25Params, DocFields, analyze_doc};
-use crate::chunk::{Chunk, ChunkKind, FileChunks, chunk_file, join_symbol_path};
+use crate::chunk::{Chunk, ChunkKind, FileChunks, chunk_file, join_symbol_path, shown_symbol_path};
 use crate::decode::Encoding;
 use crate::error::{Error, Result};
 use crate::graph::Graph;
@@ -313,6 +313,15 @@ impl Lexical {
 
     fn restricted(req: &SearchRequest) -> bool {
         !(req.languages.is_empty() && req.directories.is_empty() && req.kinds.is_empty())
+    }
+
+    /// Whether some indexed path holds `text` (any case, `\` read as `/`), as a path query's
+    /// boost looks for it.
+    fn holds_path(&self, text: &str) -> bool {
+        let text = text.to_lowercase().replace('\\', "/");
+        self.paths
+            .values()
+            .any(|p| p.path.to_lowercase().contains(&text))
     }
 }
 
@@ -1257,7 +1266,7 @@ impl Engine {
         #[cfg(feature = "embed")]
         self.sync_semantic()?;
         let weights = self.weights();
-        let query = Query::parse(&req.query);
+        let mut query = Query::parse(&req.query);
         if query.terms.is_empty() || req.limit == 0 {
             return Ok(Vec::new());
         }
@@ -1266,6 +1275,10 @@ impl Engine {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let lx = &*lexical;
+        // `Context.JSON` or `App\Http\Kernel` is a file name only if a file is so named.
+        if query.may_name_code() && !lx.holds_path(&query.raw) {
+            query = query.as_identifier();
+        }
         let allowed = |key: u64| lx.allows(req, key);
         let k = req.limit.max(match query.class {
             QueryClass::Identifier => IDENTIFIER_CANDIDATES,
@@ -1352,8 +1365,11 @@ impl Engine {
                     });
                     (content, named)
                 }
-                (None, Some(r)) => (r.chunk_content(path.file_hash, ordinal_of(key))?, None),
-                (None, None) => (None, None),
+                // The reader may be open for a merged unit's symbols alone.
+                (None, Some(r)) if with_content => {
+                    (r.chunk_content(path.file_hash, ordinal_of(key))?, None)
+                }
+                (None, _) => (None, None),
             };
             let (kind, symbol, local_path) = match &named {
                 Some(s) => (s.kind, s.name.as_str(), s.local_path.as_str()),
@@ -1366,7 +1382,7 @@ impl Engine {
                 language: path.language,
                 kind,
                 symbol: symbol.to_owned(),
-                symbol_path: join_symbol_path(
+                symbol_path: shown_symbol_path(
                     &module_path(&path.path, path.language),
                     local_path,
                     path.language,

@@ -401,7 +401,11 @@ impl Graph {
     pub fn symbol_path(&self, node: u32) -> String {
         let n = &self.nodes[node as usize];
         let f = &self.files[n.file as usize];
-        crate::chunk::join_symbol_path(&module_path(&f.path, f.language), &n.local_path, f.language)
+        crate::chunk::shown_symbol_path(
+            &module_path(&f.path, f.language),
+            &n.local_path,
+            f.language,
+        )
     }
 
     #[must_use]
@@ -411,9 +415,10 @@ impl Graph {
 
     /// Definitions matching `symbol`: a name (`send`), a qualified name (`Client.send`,
     /// `client::Client::send`, `pkg.client.Client.send`), or `path:line` (the innermost
-    /// definition there). Implementation first: source before tests, a definition before
-    /// an `impl` block, code before stubs, benchmarks and examples, what is wrapped before
-    /// its wrappers, shorter paths first.
+    /// definition there). Implementation first: code before documents' sections, source
+    /// before tests, a definition before an `impl` block, a class before its constructors,
+    /// code before stubs, benchmarks and examples, what is wrapped before its wrappers,
+    /// shorter paths first.
     #[must_use]
     pub fn find(&self, symbol: &str) -> Vec<u32> {
         if let Some(found) = self.find_at(symbol) {
@@ -458,9 +463,17 @@ impl Graph {
             let n = &self.nodes[id as usize];
             let f = &self.files[n.file as usize];
             (
+                // A document's section of that title names no code.
+                n.kind == ChunkKind::Section,
                 f.test || is_test_scope(&n.local_path),
                 n.kind == ChunkKind::Impl,
                 n.name != *last,
+                // `Status::Status`, a constructor, after the class `Status` it builds.
+                split_segments(&n.local_path)
+                    .iter()
+                    .rev()
+                    .nth(1)
+                    .is_some_and(|outer| *outer == n.name),
                 beside_implementation(&f.path),
                 self.delegates(id),
                 f.path.len(),
@@ -490,11 +503,23 @@ impl Graph {
         })
     }
 
-    /// `path:line` -> the innermost definition of that file holding the line.
+    /// `path:line` -> the innermost definition of that file holding the line. The path may
+    /// be the end of one file's path (`HtmlTreeBuilder.java:265`, as a stack trace gives it).
     fn find_at(&self, symbol: &str) -> Option<u32> {
         let (path, line) = symbol.rsplit_once(':')?;
         let line: u32 = line.parse().ok()?;
-        let file = self.files.iter().position(|f| f.path == path)?;
+        let path = path.trim_start_matches("./");
+        let file = self.files.iter().position(|f| f.path == path).or_else(|| {
+            let mut ending = self.files.iter().enumerate().filter(|(_, f)| {
+                f.path
+                    .strip_suffix(path)
+                    .is_some_and(|head| head.ends_with('/'))
+            });
+            match (ending.next(), ending.next()) {
+                (Some((only, _)), None) => Some(only),
+                _ => None, // none, or several: not a place
+            }
+        })?;
         let top = self.files[file].top;
         let end = self
             .files

@@ -367,6 +367,9 @@ impl Language {
         {
             return None;
         }
+        if holds_private_key(head) {
+            return None;
+        }
         if let Some(lang) = lookup(FILE_NAMES, file_name) {
             return Some(lang);
         }
@@ -672,6 +675,17 @@ fn shebang_language(head: &[u8]) -> Option<Language> {
     lookup(SHEBANG_INTERPRETERS, program)
 }
 
+/// Whether a file opens with private key material (`id_rsa`, `id_ed25519`, a PEM, PGP or
+/// PuTTY key under any name): never text to index, show or send to an embedding provider.
+fn holds_private_key(head: &[u8]) -> bool {
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let start = head.iter().position(|b| !b.is_ascii_whitespace());
+    let first = start.map_or(&[][..], |start| &head[start..]);
+    let line = first.split(|&b| b == b'\n').next().unwrap_or_default();
+    (line.starts_with(b"-----BEGIN ") && line.windows(11).any(|w| w == b"PRIVATE KEY"))
+        || line.starts_with(b"PuTTY-User-Key-File-")
+}
+
 /// Whether the first bytes of a `.h` header look like C++ rather than C.
 fn looks_like_cpp(head: &[u8]) -> bool {
     CPP_HEADER_KEYWORDS
@@ -750,6 +764,28 @@ mod tests {
         assert!(compile("((identifier) @x (#knid? @x \"identifier\"))").is_none());
         assert!(compile("((identifier) @x (#kind? @x))").is_none());
         assert!(compile("((identifier) @x (#kind? \"identifier\" @x))").is_none());
+    }
+
+    #[test]
+    fn private_keys_are_not_text_under_any_name() {
+        for head in [
+            &b"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEA\n"[..],
+            b"\xEF\xBB\xBF\n  -----BEGIN RSA PRIVATE KEY-----\nMIIE\n",
+            b"-----BEGIN PGP PRIVATE KEY BLOCK-----\n",
+            b"PuTTY-User-Key-File-3: ssh-ed25519\n",
+        ] {
+            for name in ["id_ed25519", "deploy", "notes.txt", "key.py"] {
+                assert_eq!(Language::detect(name, head), None, "{name}");
+            }
+        }
+        // A public key, a certificate, or code that names the marker are text.
+        for head in [
+            &b"ssh-ed25519 AAAAC3Nza user@host\n"[..],
+            b"-----BEGIN CERTIFICATE-----\n",
+            b"MARKER = '-----BEGIN RSA PRIVATE KEY-----'\n",
+        ] {
+            assert!(Language::detect("file.txt", head).is_some());
+        }
     }
 
     #[test]

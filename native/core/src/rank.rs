@@ -64,8 +64,34 @@ pub struct Query {
 impl Query {
     #[must_use]
     pub fn parse(raw: &str) -> Query {
+        Self::parse_as(raw, None)
+    }
+
+    /// Whether a path query is only a name with a dot or a backslash, which a qualified
+    /// identifier may be too: `Context.JSON`, `Element.html`, `League\CommonMark\Parser`.
+    #[must_use]
+    pub fn may_name_code(&self) -> bool {
+        self.class == QueryClass::Path
+            && !self.raw.contains('/')
+            && self
+                .raw
+                .starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '$')
+            && self
+                .raw
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '#' | '$' | '\\'))
+    }
+
+    /// The same query read as a qualified identifier (when no indexed path holds it, see
+    /// [`Query::may_name_code`]).
+    #[must_use]
+    pub fn as_identifier(&self) -> Query {
+        Self::parse_as(&self.raw, Some(QueryClass::Identifier))
+    }
+
+    fn parse_as(raw: &str, class: Option<QueryClass>) -> Query {
         let (raw, kinds) = declaration(raw.trim()).unwrap_or((raw.trim(), &[]));
-        let class = classify_query(raw);
+        let class = class.unwrap_or_else(|| classify_query(raw));
         let body = if class == QueryClass::NaturalLanguage {
             request_body(raw)
         } else {
@@ -364,7 +390,7 @@ fn has_file_extension(raw: &str) -> bool {
 
 /// `Client.send`, `std::io::Read`, `Foo#bar`, `a->b` -> lower-cased segments.
 fn split_qualified(raw: &str) -> Vec<String> {
-    raw.split(['.', ':', '#', '>'])
+    raw.split(QUALIFIERS)
         .map(|s| s.trim_end_matches('-'))
         .filter(|s| !s.is_empty())
         .map(str::to_lowercase)
@@ -784,8 +810,12 @@ pub fn merged_unit<'a>(
 
 /// The last segment of a name as the language writes it (`parse` of `Parser::parse`).
 fn base_name(name: &str) -> &str {
-    name.rsplit(['.', ':', '#', '>']).next().unwrap_or(name)
+    name.rsplit(QUALIFIERS).next().unwrap_or(name)
 }
+
+/// What joins the parts of a qualified name: `Client.send`, `io::Read`, `Foo#bar`, `a->b`,
+/// PHP's `App\Http\Kernel`.
+const QUALIFIERS: [char; 5] = ['.', ':', '#', '>', '\\'];
 
 /// `text` lower-cased equals `lower` (already lower-case), without allocating.
 fn eq_lowercase(text: &str, lower: &str) -> bool {
@@ -911,6 +941,31 @@ mod tests {
         assert_eq!(Query::parse("Client.send").segments, ["client", "send"]);
         assert!(Query::parse("tests for the parser").wants_tests);
         assert!(!Query::parse("parse the config").wants_tests);
+    }
+
+    #[test]
+    fn a_name_with_a_dot_or_backslash_may_be_code() {
+        // The engine reads these as identifiers when no indexed path holds them.
+        for (raw, segments, name) in [
+            ("Context.JSON", &["context", "json"][..], "JSON"),
+            ("Element.html", &["element", "html"], "html"),
+            (
+                r"League\CommonMark\Parser",
+                &["league", "commonmark", "parser"],
+                "Parser",
+            ),
+        ] {
+            let query = Query::parse(raw);
+            assert_eq!(query.class, QueryClass::Path, "{raw}");
+            assert!(query.may_name_code(), "{raw}");
+            let code = query.as_identifier();
+            assert_eq!(code.class, QueryClass::Identifier);
+            assert_eq!(code.segments, segments);
+            assert_eq!(code.name, name);
+        }
+        for path in ["src/store.rs", "./store.rs", "a/b", "store.rs:12"] {
+            assert!(!Query::parse(path).may_name_code(), "{path}");
+        }
     }
 
     #[test]

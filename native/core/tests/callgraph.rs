@@ -186,3 +186,87 @@ languages!(
     python, javascript, typescript, rust, go, java, c, cpp, csharp, ruby, php, kotlin, swift,
     scala, bash, lua, zig,
 );
+
+fn graph_of(files: &[(&str, &str)]) -> Graph {
+    Graph::build(
+        files
+            .iter()
+            .filter_map(|(path, source)| GraphFile::parse(path, source))
+            .collect(),
+    )
+}
+
+#[test]
+fn find_puts_code_before_a_document_section_of_the_name() {
+    let graph = graph_of(&[
+        (
+            "docs/a/guide.md",
+            "# Guide\n\n## Environment\n\nHow to set it up.\n",
+        ),
+        (
+            "docs/b/guide.md",
+            "# Guide\n\n## Environment\n\nAnother copy.\n",
+        ),
+        (
+            "src/Environment.php",
+            "<?php\nnamespace App;\n\nclass Environment\n{\n    public function get() {}\n}\n",
+        ),
+    ]);
+    let found = graph.find("Environment");
+    assert!(found.len() >= 3, "{found:?}");
+    assert_eq!(graph.path_of(found[0]), "src/Environment.php");
+}
+
+#[test]
+fn find_puts_a_class_before_its_constructors() {
+    let graph = graph_of(&[
+        (
+            "util/status.cc",
+            "namespace db {\nStatus::Status(int code) : code_(code) {}\n}\n",
+        ),
+        (
+            "include/db/status.h",
+            "namespace db {\nclass Status {\n public:\n  Status(int code);\n  int code_;\n};\n}\n",
+        ),
+    ]);
+    let found = graph.find("Status");
+    assert!(found.len() >= 2, "{found:?}");
+    assert_eq!(graph.symbol_path(found[0]), "include.db.status::db::Status");
+}
+
+#[test]
+fn a_location_may_end_a_path_as_a_stack_trace_gives_it() {
+    let body = "package org.x;\n\npublic class Parser {\n    void parse() {\n        run();\n    }\n\n    void run() {}\n}\n";
+    let graph = graph_of(&[
+        ("src/main/java/org/x/Parser.java", body),
+        (
+            "src/main/java/org/y/Parser.java",
+            &body.replace("org.x", "org.y"),
+        ),
+        (
+            "src/main/java/org/x/Lexer.java",
+            &body.replace("Parser", "Lexer"),
+        ),
+    ]);
+    let name = |found: Vec<u32>| {
+        found
+            .iter()
+            .map(|&id| graph.symbol_path(id))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(name(graph.find("Lexer.java:5")), ["org.x.Lexer.parse"]);
+    assert_eq!(
+        name(graph.find("org/x/Parser.java:8")),
+        ["org.x.Parser.run"]
+    );
+    assert_eq!(
+        name(graph.find("./src/main/java/org/y/Parser.java:4")),
+        ["org.y.Parser.parse"]
+    );
+    // Two files end so: no place, and the text is looked up as a name (none here).
+    assert!(graph.find("Parser.java:5").is_empty());
+    assert!(
+        graph.find("ser.java:5").is_empty(),
+        "a path ends at a folder boundary"
+    );
+}

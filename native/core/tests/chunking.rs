@@ -2119,3 +2119,66 @@ fn a_member_that_absorbs_its_class_tail_does_not_name_the_class() {
     let last = out.chunks.last().expect("the class has chunks");
     assert!(last.content.trim_end().ends_with('}') && last.symbol.starts_with("read"));
 }
+
+/// `class LEVELDB_EXPORT Status {`: an export or lock macro between the keyword and the name
+/// (tree-sitter-cpp cannot expand it) still gives the class and its members, and the chunks
+/// show the file's text, macro included.
+#[test]
+fn cpp_classes_annotated_with_macros_are_classes() {
+    let source = "\
+namespace leveldb {
+
+class LEVELDB_EXPORT Status {
+ public:
+  Status() noexcept : state_(nullptr) {}
+  bool ok() const { return (state_ == nullptr); }
+
+ private:
+  const char* state_;
+};
+
+class LOCKABLE Mutex final {
+ public:
+  void Lock() EXCLUSIVE_LOCK_FUNCTION() {}
+  void Unlock() const UNLOCK_FUNCTION(mu_) NO_THREAD_SAFETY_ANALYSIS { }
+};
+
+struct EXPORT_API(db) Options : public Base {
+  int write_buffer_size = 4;
+};
+
+// Not a macro: a variable of a class type, and a class named in capitals.
+class Status STATUS_OK;
+class URL {
+  int port;
+};
+
+}  // namespace leveldb
+";
+    let out = chunk_file(source, Language::Cpp);
+    let symbols: Vec<(String, u32)> = out
+        .symbols
+        .iter()
+        .map(|s| (s.local_path.clone(), s.start_line))
+        .collect();
+    for (path, line) in [
+        ("leveldb::Status", 3),
+        ("leveldb::Status::ok", 6),
+        ("leveldb::Mutex", 12),
+        ("leveldb::Mutex::Lock", 14),
+        ("leveldb::Mutex::Unlock", 15),
+        ("leveldb::Options", 18),
+        ("leveldb::URL", 24),
+    ] {
+        assert!(
+            symbols.contains(&(path.to_owned(), line)),
+            "{path} at {line} in {symbols:?}"
+        );
+    }
+    assert_all_passed(content_is_the_line_range(source, &out));
+    assert!(
+        out.chunks
+            .iter()
+            .any(|c| c.content.contains("class LEVELDB_EXPORT Status {"))
+    );
+}
