@@ -252,6 +252,23 @@ def test_no_content_after_a_merged_unit_is_named(make_repo: MakeRepo) -> None:
         assert all(hit.content is None for hit in hits)
 
 
+def test_a_name_finds_a_long_function_once(make_repo: MakeRepo) -> None:
+    """A function long enough to be cut into windows is one answer to its name, not a page
+    of its pieces: its callers come next, its other windows after them."""
+    body = "".join(f"    step_{k} = dump_term(step_{k - 1}, {k})\n" for k in range(1, 400))
+    root = make_repo(
+        {
+            "dump.py": f"def dump_term(term, depth):\n    step_0 = term\n{body}    return step_399\n",
+            "use.py": "def show(term):\n    return dump_term(term, 0)\n",
+        }
+    )
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        hits = index.search("dump_term", limit=50)
+    assert [hit.path for hit in hits[:2]] == ["dump.py", "use.py"]
+    assert hits[0].start_line == 1, "the window that opens the function"
+    assert len(hits) > 3 and all(hit.path == "dump.py" for hit in hits[2:])
+
+
 def _function(name: str, mentions: int, filler: int = 14) -> str:
     """A Python function big enough to be a chunk of its own, saying "reticulate spline"
     ``mentions`` times among ``filler`` lines no query here asks for."""

@@ -340,12 +340,45 @@ fn path_id_of(key: u64) -> u32 {
     u32::try_from(key >> 32).unwrap_or(u32::MAX)
 }
 
+/// Lowers all but the first (best) window of a unit split into several (a long function):
+/// a name asks for the definition once, and its other windows, scored alike, would fill the
+/// page. `scored` must be in rank order; it is left in rank order.
+/// Windows of one unit are consecutive chunks of its file with its path (two overloads
+/// with other code between them stay apart).
+fn one_hit_per_unit(scored: &mut [(f32, (u64, Channels))], lx: &Lexical) {
+    let head = |key: u64| {
+        let mut key = key;
+        while let Some(doc) = lx.docs.get(&key)
+            && !doc.local_path.is_empty()
+            && let Some(before) = ordinal_of(key)
+                .checked_sub(1)
+                .map(|o| doc_key(path_id_of(key), o))
+            && let Some(previous) = lx.docs.get(&before)
+            && previous.local_path == doc.local_path
+        {
+            key = before;
+        }
+        key
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (score, (key, _)) in scored.iter_mut() {
+        if !seen.insert(head(*key)) {
+            *score *= UNIT_REPEAT;
+        }
+    }
+}
+
+/// What a unit's further windows keep of their score (see [`one_hit_per_unit`]): they stay
+/// in the results, mostly after whatever else matched.
+const UNIT_REPEAT: f32 = 0.01;
+
 /// The request's results: its per-file cap applied to scored chunk keys, best first.
 fn per_file_cap(
     mut scored: Vec<(f32, (u64, Channels))>,
     req: &SearchRequest,
     weights: &Weights,
     lx: &Lexical,
+    one_per_unit: bool,
 ) -> Vec<(f32, (u64, Channels))> {
     // Equal scores go in path and line order: document keys differ between two builds of
     // one tree, and the same index must rank alike however it was built. (`diversify` sorts
@@ -354,10 +387,15 @@ fn per_file_cap(
         let path = lx.paths.get(&path_id_of(key)).map(|p| p.path.as_str());
         (path, lx.docs.get(&key).map(|d| d.start_line))
     };
-    scored.sort_by(|a, b| {
+    let order = |a: &(f32, (u64, Channels)), b: &(f32, (u64, Channels))| {
         b.0.total_cmp(&a.0)
             .then_with(|| position(a.1.0).cmp(&position(b.1.0)))
-    });
+    };
+    scored.sort_by(order);
+    if one_per_unit {
+        one_hit_per_unit(&mut scored, lx);
+        scored.sort_by(order);
+    }
     diversify(
         scored,
         |(key, _)| path_id_of(*key),
@@ -1329,7 +1367,8 @@ impl Engine {
                 weights.neighbours,
             );
         }
-        let ranked = per_file_cap(scored, req, &weights, lx);
+        let units = query.class == QueryClass::Identifier;
+        let ranked = per_file_cap(scored, req, &weights, lx, units);
         self.hits(lx, ranked, req.with_content, Some(&query))
     }
 
@@ -1692,7 +1731,7 @@ impl Engine {
                     .into_iter()
                     .map(|(key, similarity)| (similarity, (key, semantic_only)))
                     .collect();
-                let ranked = per_file_cap(scored, req, &weights, lx);
+                let ranked = per_file_cap(scored, req, &weights, lx, false);
                 return self.hits(lx, ranked, req.with_content, None);
             }
         }
@@ -1705,7 +1744,7 @@ impl Engine {
             .into_iter()
             .map(|(key, score)| (score, (key, Channels::LEXICAL)))
             .collect();
-        let ranked = per_file_cap(scored, req, &weights, lx);
+        let ranked = per_file_cap(scored, req, &weights, lx, false);
         self.hits(lx, ranked, req.with_content, None)
     }
 

@@ -483,6 +483,10 @@ pub struct Weights {
     /// a type's name asks for where it is declared first (as "go to definition" does), then
     /// for its impl blocks, which mention the name more often and would win on BM25F alone.
     pub impl_block: f32,
+    /// A constructor (`TableCache::TableCache`, Java's `Parser.Parser`), against its class,
+    /// for a name that does not qualify it: the class's name asks for the class, and a
+    /// constructor in a separate file (C++'s `.cc`) would win on BM25F alone.
+    pub constructor: f32,
     /// The chunk is of a kind the query's declaration keyword names (`class Foo`, `fn foo`).
     pub declared_kind: f32,
     /// The symbol is spelled as typed, case included: `NewEntry` over `newEntry`, `Store`
@@ -520,6 +524,7 @@ impl Default for Weights {
             partial_symbol: 0.6,
             definition_identifier: 1.5,
             impl_block: 0.8,
+            constructor: 0.8,
             declared_kind: 1.5,
             exact_case: 2.0,
             definition: 1.1,
@@ -538,13 +543,14 @@ impl Default for Weights {
 
 impl Weights {
     /// Names of the factors, as used by [`Weights::get`] and [`Weights::set`].
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 19] = [
         "exact_symbol",
         "exact_qualified",
         "exact_name",
         "partial_symbol",
         "definition_identifier",
         "impl_block",
+        "constructor",
         "declared_kind",
         "exact_case",
         "definition",
@@ -567,6 +573,7 @@ impl Weights {
             "partial_symbol" => &mut self.partial_symbol,
             "definition_identifier" => &mut self.definition_identifier,
             "impl_block" => &mut self.impl_block,
+            "constructor" => &mut self.constructor,
             "declared_kind" => &mut self.declared_kind,
             "exact_case" => &mut self.exact_case,
             "definition" => &mut self.definition,
@@ -648,6 +655,9 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                     };
                     if c.kind == ChunkKind::Impl && !query.kinds.contains(&ChunkKind::Impl) {
                         s *= w.impl_block;
+                    }
+                    if !qualified && is_constructor(c.local_path) {
+                        s *= w.constructor;
                     }
                     true
                 } else if let Some(unit) = c
@@ -806,6 +816,12 @@ pub fn merged_unit<'a>(
             let path = qualified && merged_path_matches(&query.segments, local_path, symbol, n);
             (path, base_name(n) == query.name)
         })
+}
+
+/// `TableCache::TableCache`, `Parser.Parser`: a member named as the type that holds it.
+fn is_constructor(local_path: &str) -> bool {
+    let mut segments = local_path.rsplit(QUALIFIERS).filter(|s| !s.is_empty());
+    matches!((segments.next(), segments.next()), (Some(a), Some(b)) if a == b)
 }
 
 /// The last segment of a name as the language writes it (`parse` of `Parser::parse`).
@@ -1106,6 +1122,29 @@ mod tests {
         }
         assert_eq!(Query::parse("impl Store").segments, ["store"]);
         assert_eq!(Query::parse("class Foo").terms, Query::parse("Foo").terms);
+    }
+
+    #[test]
+    fn a_class_name_finds_the_class_before_its_constructor() {
+        let w = Weights::default();
+        let by = |q: &str, c: &Candidate<'_>| score(&Query::parse(q), c, &w);
+        let class = candidate(
+            "db/cache.h",
+            "TableCache",
+            "leveldb::TableCache",
+            ChunkKind::Class,
+        );
+        let built = candidate(
+            "db/cache.cc",
+            "TableCache",
+            "leveldb::TableCache::TableCache",
+            ChunkKind::Function,
+        );
+        assert!(by("TableCache", &class) > by("TableCache", &built));
+        // Asked for by its qualified name, the constructor is what is asked for.
+        assert!(by("TableCache::TableCache", &built) > by("TableCache::TableCache", &class));
+        assert!(is_constructor("Parser.Parser") && is_constructor("a::B::B"));
+        assert!(!is_constructor("Parser.parse") && !is_constructor("Parser"));
     }
 
     #[test]
