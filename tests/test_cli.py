@@ -193,6 +193,32 @@ def test_search_listing_for_people(project: Path) -> None:
     assert "\x1b[" not in result.stdout
 
 
+def test_a_long_hit_shows_where_the_query_matches(make_repo: MakeRepo) -> None:
+    """An error message deep in a long function: the listing shows the function's first
+    line and the lines that hold the message, not only its opening."""
+    steps = "".join(f"    total_{k} = total_{k - 1} + {k}\n" for k in range(1, 40))
+    body = (
+        "def settle(total_0):\n"
+        f"{steps}"
+        "    if total_39 < 0:\n"
+        "        raise ValueError('ledger went negative while settling')\n"
+        "    return total_39\n"
+    )
+    root = make_repo({"ledger.py": body})
+    result = run("search", "ledger went negative", cwd=root)
+    assert result.returncode == 0, result.stderr
+    shown = result.stdout.splitlines()
+    assert shown[1].endswith("def settle(total_0):")
+    assert shown[2].strip() == "…"
+    raised = next(line for line in shown if "ledger went negative" in line)
+    assert raised.split()[0] == str(
+        body.splitlines().index("        raise ValueError('ledger went negative while settling')")
+        + 1
+    )
+    assert len([line for line in shown[1:] if re.match(r"\s+\d+  ", line)]) == 8
+    assert re.search(r"… \d+ more lines", result.stdout)
+
+
 # Every command is a fresh process: what it imports is part of its latency. Code commands
 # leave the memory store (50 ms of imports), the model hub, the network and array libraries
 # and the tokenizers alone.

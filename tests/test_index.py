@@ -258,7 +258,7 @@ def test_a_name_finds_a_long_function_once(make_repo: MakeRepo) -> None:
     body = "".join(f"    step_{k} = dump_term(step_{k - 1}, {k})\n" for k in range(1, 400))
     root = make_repo(
         {
-            "dump.py": f"def dump_term(term, depth):\n    step_0 = term\n{body}    return step_399\n",
+            "dump.py": f"def dump_term(term, n):\n    step_0 = term\n{body}    return step_399\n",
             "use.py": "def show(term):\n    return dump_term(term, 0)\n",
         }
     )
@@ -266,7 +266,8 @@ def test_a_name_finds_a_long_function_once(make_repo: MakeRepo) -> None:
         hits = index.search("dump_term", limit=50)
     assert [hit.path for hit in hits[:2]] == ["dump.py", "use.py"]
     assert hits[0].start_line == 1, "the window that opens the function"
-    assert len(hits) > 3 and all(hit.path == "dump.py" for hit in hits[2:])
+    assert len(hits) > 3
+    assert all(hit.path == "dump.py" for hit in hits[2:])
 
 
 def _function(name: str, mentions: int, filler: int = 14) -> str:

@@ -9,6 +9,7 @@ terminal.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -471,40 +472,87 @@ def _print_hit(console: Console, hit: SearchHit, query: str) -> None:
     if hit.content is None:
         return
     lines = hit.content.splitlines()
-    snippet = "\n".join(lines[:_SNIPPET_LINES])
-    if console.is_terminal:
-        from rich.syntax import Syntax
+    parts = _snippet_parts(lines, query)
+    width = len(str(hit.start_line + len(lines)))
+    for index, (start, end) in enumerate(parts):
+        if index:
+            console.print(f"  {'…':>{width}}", style="dim")
+        snippet = "\n".join(lines[start:end])
+        if console.is_terminal:
+            from rich.syntax import Syntax
 
-        syntax = Syntax(
-            snippet,
-            Syntax.guess_lexer(hit.path, snippet),
-            line_numbers=True,
-            start_line=hit.start_line,
-            theme="ansi_dark",
-            word_wrap=False,
-        )
-        for row, start, end in _term_spans(snippet, query):
-            syntax.stylize_range("bold reverse", (row, start), (row, end))
-        console.print(syntax)
-    else:
-        width = len(str(hit.start_line + len(lines)))
-        for number, line in enumerate(lines[:_SNIPPET_LINES], hit.start_line):
-            console.print(f"  {number:>{width}}  {line}", markup=False)
-    if len(lines) > _SNIPPET_LINES:
-        console.print(f"  … {len(lines) - _SNIPPET_LINES} more lines", style="dim")
+            syntax = Syntax(
+                snippet,
+                Syntax.guess_lexer(hit.path, snippet),
+                line_numbers=True,
+                start_line=hit.start_line + start,
+                theme="ansi_dark",
+                word_wrap=False,
+            )
+            for row, first, last in _term_spans(snippet, query):
+                syntax.stylize_range("bold reverse", (row, first), (row, last))
+            console.print(syntax)
+        else:
+            for number, line in enumerate(lines[start:end], hit.start_line + start):
+                console.print(f"  {number:>{width}}  {line}", markup=False)
+    hidden = len(lines) - sum(end - start for start, end in parts)
+    if hidden:
+        console.print(f"  … {hidden} more lines", style="dim")
     console.print()
+
+
+def _snippet_parts(lines: list[str], query: str) -> list[tuple[int, int]]:
+    """The line ranges of a hit to show, at most ``_SNIPPET_LINES`` lines: its opening, or,
+    when the query's words sit further down (an error message deep in a long function), the
+    line that names it (its first past a doc comment) and the window that holds the most of
+    them."""
+    size = _SNIPPET_LINES
+    if len(lines) <= size:
+        return [(0, len(lines))]
+    found = [{word for _, word in _words_in(line, query)} for line in lines]
+
+    def weight(start: int, end: int) -> tuple[int, int]:
+        window = found[start:end]
+        return len(set().union(*window)), sum(map(len, window))
+
+    opening = weight(0, size)
+    best = max(range(1, len(lines) - size + 2), key=lambda s: weight(s, s + size - 1))
+    if weight(best, best + size - 1) <= opening:
+        return [(0, size)]
+    named = next(
+        (i for i, line in enumerate(lines[:best]) if line.strip() and not _is_comment(line)), 0
+    )
+    if named == best - 1:
+        return [(named, best + size - 1)]
+    return [(named, named + 1), (best, best + size - 1)]
+
+
+def _is_comment(line: str) -> bool:
+    return line.lstrip().startswith(("/*", "*", "//", "#", '"""', "'''", "--", ";"))
+
+
+def _words_in(line: str, query: str) -> list[tuple[re.Match[str], str]]:
+    """The matches of the query's words in ``line``, each with the word it matched."""
+    pattern = _query_pattern(query)
+    if pattern is None:
+        return []
+    return [(match, match.group().lower()) for match in pattern.finditer(line)]
+
+
+@functools.lru_cache(maxsize=8)
+def _query_pattern(query: str) -> re.Pattern[str] | None:
+    words = {word.lower() for word in re.findall(r"\w{3,}", query)} - STOP_WORDS
+    if not words:
+        return None
+    return re.compile("|".join(re.escape(word) for word in sorted(words)), re.IGNORECASE)
 
 
 def _term_spans(snippet: str, query: str) -> list[tuple[int, int, int]]:
     """``(line, start, end)`` of every query word in the snippet; lines 1-based."""
-    words = {word.lower() for word in re.findall(r"\w{3,}", query)} - STOP_WORDS
-    if not words:
-        return []
-    pattern = re.compile("|".join(re.escape(word) for word in sorted(words)), re.IGNORECASE)
     return [
         (number, match.start(), match.end())
         for number, line in enumerate(snippet.splitlines(), 1)
-        for match in pattern.finditer(line)
+        for match, _ in _words_in(line, query)
     ]
 
 
