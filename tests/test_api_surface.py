@@ -25,6 +25,7 @@ def test_exported_names() -> None:
         "HealthReport",
         "IndexBusyError",
         "IndexCorruptError",
+        "IndexDirError",
         "IndexMetrics",
         "IndexReport",
         "IndexStatus",
@@ -41,6 +42,8 @@ def test_exported_names() -> None:
         "ProviderResponseError",
         "ProviderUnavailableError",
         "QueryError",
+        "RootNotADirectoryError",
+        "RootNotFoundError",
         "RootRefusedError",
         "SearchHit",
         "SessionEvent",
@@ -73,7 +76,7 @@ def test_one_exception_tree() -> None:
         for name in coderecall.__all__
         if isinstance(value := getattr(coderecall, name), type) and issubclass(value, BaseException)
     ]
-    assert len(exceptions) == 13
+    assert len(exceptions) == 16
     assert all(issubclass(exception, coderecall.Error) for exception in exceptions)
     assert issubclass(coderecall.Error, Exception)
     assert issubclass(coderecall.IndexCorruptError, coderecall.StoreError)

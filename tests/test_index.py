@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import subprocess
@@ -13,7 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from coderecall import CodeIndex, Config, QueryError, RootRefusedError, SearchHit, StoreError
+import coderecall
+from coderecall import (
+    CodeIndex,
+    Config,
+    IndexDirError,
+    QueryError,
+    RootNotADirectoryError,
+    RootNotFoundError,
+    RootRefusedError,
+    SearchHit,
+    StoreError,
+)
 from helpers import (
     SAMPLE_PROJECT,
     MakeRepo,
@@ -839,10 +851,33 @@ def test_root_checks(tmp_path: Path) -> None:
         CodeIndex(tmp_path)
     with CodeIndex(tmp_path, force=True) as index:
         assert index.index().files_seen == 1
-    with pytest.raises(FileNotFoundError):
+    # coderecall errors (README: one class catches all) that are the standard ones as well
+    with pytest.raises(FileNotFoundError) as missing:
         CodeIndex(tmp_path / "missing")
-    with pytest.raises(NotADirectoryError):
+    assert isinstance(missing.value, RootNotFoundError)
+    assert isinstance(missing.value, coderecall.Error)
+    assert missing.value.errno == errno.ENOENT
+    assert missing.value.root == tmp_path / "missing"
+    with pytest.raises(NotADirectoryError) as a_file:
         CodeIndex(tmp_path / "notes.txt")
+    assert isinstance(a_file.value, RootNotADirectoryError)
+    assert isinstance(a_file.value, RootRefusedError)
+    assert a_file.value.filename == str(tmp_path / "notes.txt")
+
+
+def test_an_index_folder_that_cannot_be_made_is_a_store_error(
+    project: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "a-file").write_text("not a folder\n")
+    for where in (tmp_path / "a-file" / "index", tmp_path / "a-file"):
+        index = CodeIndex(project, {"index-dir": str(where)})
+        with index, pytest.raises(IndexDirError) as caught:
+            index.index()
+        assert isinstance(caught.value, coderecall.StoreError)
+        assert isinstance(caught.value, OSError)
+        assert caught.value.errno in (errno.ENOTDIR, errno.EEXIST)
+        assert caught.value.filename == str(where)
+        assert "index-dir" in str(caught.value)
 
 
 def test_config_argument(project: Path, tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 import coderecall._watch
-from coderecall import CodeIndex, IndexReport, QueryError, StoreError
+from coderecall import CodeIndex, IndexReport, QueryError, RootNotFoundError, StoreError
 from coderecall._watch import Watcher
 from helpers import (
     GIT_ENV,
@@ -570,6 +570,8 @@ def test_a_deleted_root_stops_the_watcher_with_an_error(project: Path, index: Co
         with pytest.raises(FileNotFoundError, match="was deleted or moved; watching stopped"):
             watcher.wait(TIMEOUT)
         assert watcher.error is errors[-1]
+        assert isinstance(watcher.error, RootNotFoundError)  # a coderecall.Error too
+        assert watcher.error.root == project
         eventually(lambda: not watch_threads(), "its thread ends")
 
 

@@ -9,9 +9,12 @@ matches, a class also derives from the standard exception a caller would expect:
     ├── ConfigError             also ValueError: a bad setting, naming the key and its source
     ├── QueryError              also ValueError: an empty query or a bad search argument
     ├── RootRefusedError        the folder does not look like a project (pass force=True)
+    │   ├── RootNotFoundError   also FileNotFoundError: the root is missing, deleted or moved
+    │   └── RootNotADirectoryError  also NotADirectoryError: the root is a file
     ├── IndexBusyError          another process holds the index's write lease (``holder``)
     ├── StoreError              the index database or its derived files failed
-    │   └── IndexCorruptError   an index file failed its integrity check; re-index to repair
+    │   ├── IndexCorruptError   an index file failed its integrity check; re-index to repair
+    │   └── IndexDirError       also OSError: the index folder cannot be created (``errno``)
     ├── ModelError              an embedding model folder is missing, incomplete or unusable
     ├── ProviderError           a remote embedding service failed or refused a request
     │   │                       (carries ``provider`` and, when known, the HTTP ``status``)
@@ -20,14 +23,18 @@ matches, a class also derives from the standard exception a caller would expect:
     │   └── ProviderResponseError      the answer was malformed or had the wrong shape
     └── CancelledError          a long operation was cancelled; nothing was published
 
-File-system problems outside the index (a missing root, say) surface as the standard
-:class:`OSError` subclasses. Provider errors never contain an API key: messages are built from
-the provider name, the server's host and a scrubbed excerpt of its answer, and they are raised
-without chaining the HTTP library's exceptions (which hold the request and its headers).
+The file-system errors about the root and the index folder derive from the standard
+:class:`OSError` subclasses too (``errno``, ``strerror``, ``filename``), so code catching
+``FileNotFoundError`` keeps working.
+
+Provider errors never contain an API key: messages are built from the provider name, the
+server's host and a scrubbed excerpt of its answer, and they are raised without chaining the
+HTTP library's exceptions (which hold the request and its headers).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ._native import CancelledError, Error, IndexCorruptError, ModelError, StoreError
@@ -38,12 +45,15 @@ __all__ = [
     "Error",
     "IndexBusyError",
     "IndexCorruptError",
+    "IndexDirError",
     "ModelError",
     "ProviderAuthError",
     "ProviderError",
     "ProviderResponseError",
     "ProviderUnavailableError",
     "QueryError",
+    "RootNotADirectoryError",
+    "RootNotFoundError",
     "RootRefusedError",
     "StoreError",
 ]
@@ -79,6 +89,66 @@ class RootRefusedError(Error):
     def __init__(self, message: str, *, root: Path):
         super().__init__(message)
         self.root = root
+
+
+class RootNotFoundError(RootRefusedError, FileNotFoundError):
+    """The root folder does not exist, or was deleted or moved away while it was watched.
+
+    Also a ``FileNotFoundError`` (``errno`` is ``ENOENT``); ``root`` is the path.
+    ``force=True`` does not help: there is nothing to index.
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        filename: str | os.PathLike[str] | None = None,
+        *,
+        root: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if filename is None:
+            FileNotFoundError.__init__(self, code, message)
+        else:
+            FileNotFoundError.__init__(self, code, message, os.fspath(filename))
+        self.root = Path(root if root is not None else filename or "")
+
+
+class RootNotADirectoryError(RootRefusedError, NotADirectoryError):
+    """The root is a file, not a folder.
+
+    Also a ``NotADirectoryError`` (``errno`` is ``ENOTDIR``, ``filename`` the path as given);
+    ``root`` is the path.
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        filename: str | os.PathLike[str] | None = None,
+        *,
+        root: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if filename is None:
+            NotADirectoryError.__init__(self, code, message)
+        else:
+            NotADirectoryError.__init__(self, code, message, os.fspath(filename))
+        self.root = Path(root if root is not None else filename or "")
+
+
+class IndexDirError(StoreError, OSError):
+    """The folder the index lives in cannot be created or used (``index-dir`` names a path
+    that cannot exist, say ``/proc/x``, or a file, or a folder without write permission).
+
+    Also an ``OSError`` carrying the system's ``errno``, ``strerror`` and ``filename``.
+    """
+
+    def __init__(
+        self, code: int, message: str, filename: str | os.PathLike[str] | None = None
+    ) -> None:
+        if filename is None:
+            OSError.__init__(self, code, message)
+        else:
+            OSError.__init__(self, code, message, os.fspath(filename))
 
 
 class IndexBusyError(Error):

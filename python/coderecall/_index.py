@@ -29,8 +29,11 @@ from ._context import ContextPack, build_context
 from ._embedding import EmbeddingChoice, select_embedding
 from ._errors import (
     IndexCorruptError,
+    IndexDirError,
     ProviderError,
     QueryError,
+    RootNotADirectoryError,
+    RootNotFoundError,
     RootRefusedError,
     WidthChangedError,
 )
@@ -148,8 +151,19 @@ class CodeIndex:
         path = Path(root).expanduser()
         resolved = path.resolve()
         if not resolved.is_dir():
-            code = errno.ENOTDIR if resolved.exists() else errno.ENOENT
-            raise OSError(code, f"{os.strerror(code)} (the root must be a directory)", str(path))
+            # coderecall errors that are also the standard ones (FileNotFoundError,
+            # NotADirectoryError), so both kinds of `except` catch them.
+            if resolved.exists():
+                raise RootNotADirectoryError(
+                    errno.ENOTDIR,
+                    f"{os.strerror(errno.ENOTDIR)} (the root must be a directory)",
+                    str(path),
+                )
+            raise RootNotFoundError(
+                errno.ENOENT,
+                f"{os.strerror(errno.ENOENT)} (the root must be a directory)",
+                str(path),
+            )
         if not is_storable(str(resolved)):
             raise RootRefusedError(
                 f"the root {scrub(str(resolved))} has a name that is not valid UTF-8; the index "
@@ -972,7 +986,16 @@ class CodeIndex:
             self._create_index_dir()
 
     def _create_index_dir(self) -> None:
-        self._index_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._index_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            code = exc.errno if exc.errno is not None else errno.EIO
+            raise IndexDirError(
+                code,
+                f"cannot create the index folder ({exc.strerror or exc}); set index-dir to a "
+                "folder that can be written",
+                str(self._index_dir),
+            ) from None
         if self._index_dir == self._root / LOCAL_INDEX_DIR:
             # Keeps the index out of `git status` should the folder become a repository.
             (self._index_dir / ".gitignore").write_text("*\n", encoding="utf-8")

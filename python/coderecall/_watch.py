@@ -73,7 +73,7 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
 from ._collect import PathSorter
-from ._errors import CancelledError, IndexBusyError
+from ._errors import CancelledError, IndexBusyError, RootNotFoundError
 from ._paths import find_git
 from ._results import IndexReport
 
@@ -197,7 +197,8 @@ class Watcher:
     system's notifications, which is also what happens, with a warning, when those run out.
 
     When the root is deleted or moved away, watching stops on its own: :attr:`error` is then
-    a ``FileNotFoundError`` saying so, ``on_error`` gets it, and :meth:`wait` raises it.
+    a :class:`~coderecall.RootNotFoundError` (also a ``FileNotFoundError``) saying so,
+    ``on_error`` gets it, and :meth:`wait` raises it.
     """
 
     def __init__(
@@ -650,8 +651,10 @@ class Watcher:
         else:
             if (root.st_dev, root.st_ino) == self._root_id:
                 return False
-        exc = FileNotFoundError(
-            errno.ENOENT, f"the root {self._root} was deleted or moved; watching stopped"
+        exc = RootNotFoundError(
+            errno.ENOENT,
+            f"the root {self._root} was deleted or moved; watching stopped",
+            root=self._root,
         )
         # Not logged as an error: the caller gets it (on_error, error, wait), and the
         # command line prints it once.
