@@ -135,11 +135,14 @@ def test_add_reports_action_redactions_and_refusals(cli: Cli) -> None:
     assert out.startswith("added #")
     assert "redacted: api_key" in out
 
-    code, out, _ = cli("add", "never keep this", "--tag", "do-not-store")
+    code, out, err = cli("add", "never keep this", "--tag", "do-not-store")
     assert code == 1, "a refused record is not a success"
-    assert out.strip() == "refused: the record is tagged as blocked"
+    # exit 1: one line on stderr, as for errors (README)
+    assert out == ""
+    assert err.strip() == "coderecall: error: refused: the record is tagged as blocked"
     refused = cli("add", "never keep this", "--tag", "do-not-store", "--json")
     assert refused[0] == 1
+    assert refused[2].strip() == "coderecall: error: refused: the record is tagged as blocked"
     data = json.loads(refused[1])
     assert (data["action"], data["record"]) == ("refused", None)
     assert data["reason"] == "the record is tagged as blocked"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._cli import ROOT_HELP, _positive_int, _print_json, _print_rows, _stdout
+from ._cli_tools import _failed
 from ._errors import QueryError
 from ._paths import project_root
 
@@ -234,9 +235,7 @@ def _add(args: argparse.Namespace) -> int:
         _print_json(result.to_dict())
     else:
         console = _stdout()
-        if result.record is None:
-            console.print(f"refused: {result.reason}", markup=False)
-        else:
+        if result.record is not None:
             r = result.record
             console.print(
                 f"{result.action} #{r.id} ({r.type}, {r.scope}"
@@ -251,7 +250,9 @@ def _add(args: argparse.Namespace) -> int:
             console.print(
                 f"superseded: {', '.join(f'#{i}' for i in result.superseded)}", markup=False
             )
-    return 1 if result.action == "refused" else 0
+    if result.action == "refused":
+        return _failed(f"refused: {result.reason}")
+    return 0
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any
 
 from ._cli import (
@@ -24,6 +25,14 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["register"]
+
+
+def _failed(message: str) -> int:
+    """An outcome that ends with exit code 1 (nothing found, a record refused): its one line
+    goes to stderr as errors do, so stdout holds only results (or the ``--json`` answer,
+    which is still printed)."""
+    print(f"coderecall: error: {' '.join(message.splitlines())}", file=sys.stderr)
+    return 1
 
 
 def register(commands: Any) -> None:
@@ -127,11 +136,11 @@ def _lookup(args: argparse.Namespace) -> int:
         )
     if args.json:
         _print_json([d.to_dict() for d in found])
-        return 0 if found else 1
-    console = _stdout()
     if not found:
-        console.print(f"no definition of {args.symbol}", style="dim", markup=False)
-        return 1
+        return _failed(f"no definition of {args.symbol}")
+    if args.json:
+        return 0
+    console = _stdout()
     for d in found:
         where = f"{d.path}:{d.start_line}-{d.end_line}"
         console.print(
@@ -199,11 +208,11 @@ def _path(args: argparse.Namespace) -> int:
         found = index.call_graph_path(args.source, args.target, max_depth=args.max_depth)
     if args.json:
         _print_json(found.to_dict())
-        return 0 if found.found else 1
-    console = _stdout()
     if not found.found:
-        console.print(f"no call chain: {found.note}", style="dim", markup=False)
-        return 1
+        return _failed(f"no call chain: {found.note}")
+    if args.json:
+        return 0
+    console = _stdout()
     console.print(_escape(found.source.symbol_path), style="bold")
     for e in found.edges:
         target = e.callee.symbol_path if e.callee is not None else short_callee(e.callee_text)
@@ -257,9 +266,7 @@ def _kb_remove(args: argparse.Namespace) -> int:
         _print_json({"removed": removed, "name": args.name})
     elif removed:
         _stdout().print(f"removed knowledge base {args.name}", markup=False)
-    else:
-        _stdout().print(f"no knowledge base named {args.name}", style="dim", markup=False)
-    return 0 if removed else 1
+    return 0 if removed else _failed(f"no knowledge base named {args.name}")
 
 
 def _metrics(args: argparse.Namespace) -> int:
