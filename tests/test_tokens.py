@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -257,6 +258,35 @@ def test_bogus_env_encoding_warns_once_and_falls_back(
     assert len(warnings) == 1
     assert "CODERECALL_TOKENIZER=no_such_encoding" in warnings[0]
     assert "cl100k_base" in warnings[0]
+
+
+def test_an_encoding_that_cannot_be_downloaded_is_one_clear_line(tmp_path: Path) -> None:
+    """Offline (here: a proxy nobody listens on), tiktoken's download fails with the HTTP
+    library's paragraph; the warning names the variable, the encoding and the host instead."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key.lower() not in ("no_proxy", "all_proxy", "http_proxy", "https_proxy")
+    }
+    env.update(
+        CODERECALL_TOKENIZER="o200k_base",
+        HTTPS_PROXY="http://127.0.0.1:1",
+        TIKTOKEN_CACHE_DIR=str(tmp_path / "tiktoken"),  # empty: nothing cached
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
+    code = "from coderecall._tokens import count_tokens; print(count_tokens('hello world'))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "2"  # the bundled cl100k_base counts
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("CODERECALL_TOKENIZER=o200k_base could not be loaded: o200k_base")
+    assert "not bundled" in line
+    assert "openaipublic.blob.core.windows.net" in line
+    assert "counting tokens with cl100k_base" in line
+    assert "HTTPSConnectionPool" not in line
+    assert "Caused by" not in line
 
 
 def test_env_can_ask_for_the_estimate(monkeypatch: pytest.MonkeyPatch, logged: _Collect) -> None:

@@ -11,8 +11,9 @@ Which tokenizer :func:`default_counter` picks:
 
 * ``CODERECALL_TOKENIZER`` unset (or ``cl100k_base``): the bundled ``cl100k_base``.
 * ``CODERECALL_TOKENIZER=<name>``: any tiktoken encoding, e.g. ``o200k_base`` (tiktoken
-  downloads and caches its data on first use). If it does not load, one warning on the
-  ``coderecall`` logger, then the bundled ``cl100k_base``.
+  downloads and caches its data on first use). If it does not load (an unknown name, or no
+  network for the download), one warning line on the ``coderecall`` logger, naming the
+  variable and the encoding, then the bundled ``cl100k_base``.
 * ``CODERECALL_TOKENIZER=estimate``, or the bundled data cannot be loaded (package missing):
   an estimate, ``ceil(utf-8 bytes / 3)``, with one warning in the second case. Never a crash.
 
@@ -28,10 +29,12 @@ import logging
 import marshal
 import math
 import os
+import re
 import threading
 from collections.abc import Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from ._dirs import user_cache_dir
 
@@ -188,10 +191,10 @@ def _select(requested: str) -> TokenCounter:
             return _load(requested, requested)
         except Exception as exc:  # any failure to load must fall back, never crash
             _log.warning(
-                "%s=%s could not be loaded (%s); counting tokens with %s",
+                "%s=%s %s; counting tokens with %s",
                 _ENV,
                 requested,
-                _first_line(exc),
+                _why_not_loaded(requested, exc),
                 _DEFAULT_NAME,
             )
     try:
@@ -257,6 +260,22 @@ def _bundled(tiktoken: ModuleType) -> Encoding:
         with contextlib.suppress(OSError):
             part.unlink(missing_ok=True)
     return encoding
+
+
+def _why_not_loaded(requested: str, exc: BaseException) -> str:
+    """Why the encoding the variable names did not load, in a few words: tiktoken's own
+    errors for a failed download are the HTTP library's, a paragraph long."""
+    if isinstance(exc, OSError):  # requests' exceptions are OSErrors
+        url = getattr(getattr(exc, "request", None), "url", None)
+        host = urlsplit(url).hostname if isinstance(url, str) else None
+        if host is None and (match := re.search(r"host='([^']+)'", str(exc))):
+            host = match.group(1)
+        where = f" from {host}" if host else ""
+        return (
+            f"could not be loaded: {requested} is not bundled (only {_DEFAULT_NAME} is) and "
+            f"downloading it{where} failed ({type(exc).__name__}; offline?)"
+        )
+    return f"could not be loaded ({_first_line(exc)})"
 
 
 def _first_line(exc: BaseException) -> str:
