@@ -532,7 +532,9 @@ def test_calls(calls_project: Path) -> None:
     assert "hmac.new  src/shop/auth.py:17  (unresolved, external: hmac)" in external
 
     assert_one_error_line(run("calls", "no_such_symbol", *where), "no definition of")
-    assert_one_error_line(run("calls", "checkout", "--depth", "9", *where), "depth", "1 and 5")
+    too_deep = run("calls", "checkout", "--depth", "9", *where)
+    assert too_deep.returncode == 2  # a usage error, as for path --max-depth
+    assert "argument --depth: must be between 1 and 5, got 9" in too_deep.stderr
     assert run("calls", "checkout", "--callers", "--callees", *where).returncode == 2
 
 
@@ -563,9 +565,14 @@ def test_path(calls_project: Path) -> None:
     short = run("path", "handle_checkout_request", "issue_token", "--max-depth", "2", *where)
     assert_one_error_line(short, "no call chain")
     assert_one_error_line(run("path", "checkout", "no_such_symbol", *where), "no definition")
-    assert_one_error_line(
-        run("path", "checkout", "issue_token", "--max-depth", "13", *where), "max_depth"
-    )
+    # Out of range is a usage error (exit 2), naming the CLI's option, not max_depth=.
+    too_deep = run("path", "checkout", "issue_token", "--max-depth", "13", *where)
+    assert too_deep.returncode == 2
+    assert "argument --max-depth: must be between 1 and 12, got 13" in too_deep.stderr
+    assert "max_depth" not in too_deep.stderr
+    too_far = run("calls", "checkout", "--depth", "6", *where)
+    assert too_far.returncode == 2
+    assert "argument --depth: must be between 1 and 5, got 6" in too_far.stderr
 
 
 @pytest.mark.slow

@@ -113,6 +113,10 @@ def test_bad_environment_value_names_the_variable(
     assert variable in str(caught.value)
     assert repr(value) in str(caught.value)
     assert caught.value.source == f"environment variable {variable}"
+    # The key as the user wrote it: the variable, never the field's snake_case name.
+    assert caught.value.key == variable
+    field = variable.removeprefix("CODERECALL_").lower()
+    assert f"'{field}'" not in str(caught.value)
 
 
 def test_kebab_and_snake_case_are_the_same_key(tmp_path: Path) -> None:

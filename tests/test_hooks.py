@@ -298,7 +298,10 @@ def test_bad_payloads_never_break_the_host(
         out = io.StringIO()
         assert main(event, io.StringIO(stdin), out, str(memory)) == 0
         assert json.loads(out.getvalue()) == {}
-    assert capsys.readouterr().err.count("coderecall hook") == 5
+    err = capsys.readouterr().err
+    assert err.count("coderecall hook") == 5
+    # Said as what it is, not as the JSON parser's bare "Expecting value: line 1 column 1".
+    assert "coderecall hook prompt: the hook payload on stdin is not JSON (" in err
 
 
 def _hook_process(memory: Path, *args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:

@@ -26,6 +26,7 @@ from coderecall import (
     SearchHit,
     StoreError,
 )
+from coderecall._results import CHUNK_KINDS
 from helpers import (
     SAMPLE_PROJECT,
     MakeRepo,
@@ -841,8 +842,11 @@ def test_configured_sizes_and_counts_past_the_core_are_no_cap(project: Path) -> 
 def test_unknown_language_or_kind_is_a_query_error(index: CodeIndex) -> None:
     with pytest.raises(QueryError, match="cobol"):
         index.search("token", language="cobol")
-    with pytest.raises(QueryError, match="gizmo"):
+    with pytest.raises(QueryError, match="gizmo") as caught:
         index.search("token", kind="gizmo")
+    assert str(caught.value).endswith(f"; kinds: {', '.join(CHUNK_KINDS)}")
+    for kind in CHUNK_KINDS:  # the list is the core's: each one is a valid filter
+        index.search("token", kind=kind)
 
 
 def test_root_checks(tmp_path: Path) -> None:

@@ -160,8 +160,9 @@ def test_an_unknown_source_names_the_known_ones(with_kb: CodeIndex) -> None:
 
 def test_refusals(index: CodeIndex, docs: Path, tmp_path: Path) -> None:
     root = index.root
-    with pytest.raises(QueryError, match="inside the project root"):
+    with pytest.raises(QueryError, match="inside the project root") as inside:
         index.add_knowledge_base(root / "src")
+    assert "search it with --dir (directory= in Python) instead" in str(inside.value)
     with pytest.raises(QueryError, match="inside the project root"):
         index.add_knowledge_base(root)
     with pytest.raises(QueryError, match="is not a folder"):

@@ -101,7 +101,8 @@ def test_folder_without_marker_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello\n")
     with pytest.raises(RootRefusedError, match="no project marker") as caught:
         check_root(tmp_path)
-    assert "--force-root" in str(caught.value)
+    # The CLI's flag first (the message is the CLI's too), the Python spelling beside it.
+    assert "pass --force-root (force=True in Python)" in str(caught.value)
     assert caught.value.root == tmp_path.resolve()
     check_root(tmp_path, force=True)
 

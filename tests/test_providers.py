@@ -823,6 +823,15 @@ def test_settings_are_checked(overrides: dict[str, Any], key: str) -> None:
     assert caught.value.key == key
 
 
+def test_a_missing_server_names_the_setting_to_write() -> None:
+    with pytest.raises(ConfigError) as caught:
+        ProviderSettings("openai-compatible")
+    assert "needs embedding.base-url:" in str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        ProviderSettings("openai-compatible", base_url="http://h/v1")
+    assert "needs embedding.model:" in str(caught.value)
+
+
 def test_settings_repr_hides_the_key() -> None:
     settings = ProviderSettings("openai", api_key=SECRET)
     assert SECRET not in repr(settings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._cli import (
@@ -18,13 +19,26 @@ from ._cli import (
     _size,
     _stdout,
 )
-from ._graph import CallEdge, CallGraphResult, Direction, short_callee
+from ._graph import MAX_DEPTH, MAX_PATH_DEPTH, CallEdge, CallGraphResult, Direction, short_callee
 from ._results import counted
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["register"]
+
+
+def _at_most(maximum: int) -> Callable[[str], int]:
+    """An argument type for a whole number from 1 to ``maximum``: one out of range is a usage
+    error (exit 2, with the option's name), as any other bad argument is."""
+
+    def whole_number(text: str) -> int:
+        value = _positive_int(text)
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be between 1 and {maximum}, got {value}")
+        return value
+
+    return whole_number
 
 
 def _failed(message: str) -> int:
@@ -61,7 +75,9 @@ def register(commands: Any) -> None:
     direction = calls.add_mutually_exclusive_group()
     direction.add_argument("--callers", action="store_true", help="only who calls it")
     direction.add_argument("--callees", action="store_true", help="only what it calls")
-    calls.add_argument("--depth", type=_positive_int, default=1, help="calls away (1-5)")
+    calls.add_argument(
+        "--depth", type=_at_most(MAX_DEPTH), default=1, help=f"calls away (1-{MAX_DEPTH})"
+    )
     calls.add_argument("-n", "--limit", type=_positive_int, default=100, help="edges per direction")
     _project(calls)
     calls.set_defaults(command=_calls)
@@ -69,7 +85,9 @@ def register(commands: Any) -> None:
     path = commands.add_parser("path", help="the shortest call chain from one symbol to another")
     path.add_argument("source")
     path.add_argument("target")
-    path.add_argument("--max-depth", type=_positive_int, default=8, help="calls (1-12)")
+    path.add_argument(
+        "--max-depth", type=_at_most(MAX_PATH_DEPTH), default=8, help=f"calls (1-{MAX_PATH_DEPTH})"
+    )
     _project(path)
     path.set_defaults(command=_path)
 

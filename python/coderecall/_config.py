@@ -284,7 +284,7 @@ def _environment_layer() -> dict[str, object]:
         variable = ENV_PREFIX + name.upper()
         if variable in os.environ:
             source = _Source(f"environment variable {variable}", text=True)
-            layer[name] = _convert(name, name, os.environ[variable], source)
+            layer[name] = _convert(name, variable, os.environ[variable], source)
     return layer
 
 
@@ -303,9 +303,10 @@ def _convert(name: str, key: str, value: object, source: _Source) -> object:
     try:
         return _CONVERTERS[name](value, source)
     except _InvalidValueError as exc:
+        # The label of an environment variable already names it, as the user wrote it.
+        what = "invalid value" if source.text else f"invalid value for {key!r}"
         raise ConfigError(
-            f"{source.label}: invalid value for {key!r}: expected {exc}, got "
-            + _SECRET.get(name, repr(value)),
+            f"{source.label}: {what}: expected {exc}, got " + _SECRET.get(name, repr(value)),
             key=key,
             source=source.label,
         ) from None

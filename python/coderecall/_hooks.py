@@ -487,7 +487,10 @@ def main(
     """The CLI's entry: never fails the host (see the module docs)."""
     try:
         raw = stdin.read()
-        payload = json.loads(raw) if raw.strip() else {}
+        try:
+            payload = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise _HookError(f"the hook payload on stdin is not JSON ({exc})") from None
         if not isinstance(payload, dict):
             raise _HookError("the hook payload is not a JSON object")
         output = run_hook(event, payload, memory=memory, recall=recall).output

@@ -54,6 +54,7 @@ from ._native import NativeIndex
 from ._paths import LOCAL_INDEX_DIR, check_root, find_index_dir
 from ._progress import ProgressCallback, progress_reporter
 from ._results import (
+    CHUNK_KINDS,
     EmbeddingEstimate,
     HealthReport,
     IndexMetrics,
@@ -730,7 +731,7 @@ class CodeIndex:
                     self._drop_engine(choice)
                 hits = run(True)
         except ValueError as exc:  # the core names an unknown language, kind or path
-            raise QueryError(str(exc)) from None
+            raise QueryError(_with_choices(str(exc))) from None
         return [
             SearchHit(
                 path=hit["path"],
@@ -1053,6 +1054,13 @@ def _lowered(value: str | Sequence[str] | None) -> list[str] | None:
     """Language and kind names are lower-case in the index."""
     names = [name.strip().lower() for name in _as_list(value)]
     return names or None
+
+
+def _with_choices(message: str) -> str:
+    """The core's message for a bad filter, with the values that would have been valid."""
+    if message.startswith("unknown chunk kind"):
+        return f"{message}; kinds: {', '.join(CHUNK_KINDS)}"
+    return message
 
 
 def _recorded_embedding(native: NativeIndex) -> dict[str, object]:

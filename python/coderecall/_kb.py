@@ -193,7 +193,7 @@ class KnowledgeBases:
             if folder == root or not sorter.ignores(f"{relative.as_posix()}/"):
                 raise QueryError(
                     f"{folder} is inside the project root and already indexed; "
-                    "search it with directory= instead"
+                    "search it with --dir (directory= in Python) instead"
                 )
         if folder in root.parents:
             raise QueryError(f"{folder} holds the project root: the code would be indexed twice")

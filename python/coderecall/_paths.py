@@ -142,7 +142,7 @@ def check_root(root: Path, *, force: bool = False) -> None:
     if force:
         return
     root = Path(os.path.realpath(root))
-    hint = "pass force=True (--force-root) to index it anyway"
+    hint = "pass --force-root (force=True in Python) to index it anyway"
     if root.parent == root:
         raise RootRefusedError(f"refusing to index the file-system root {root}; {hint}", root=root)
     if root == Path(os.path.realpath(Path.home())):

@@ -67,8 +67,9 @@ class ProviderSettings:
         if self.provider == "openai-compatible":
             for name in ("base_url", "model"):
                 if not getattr(self, name):
+                    setting = f"embedding.{name.replace('_', '-')}"
                     raise ConfigError(
-                        f"the openai-compatible provider needs {name}: "
+                        f"the openai-compatible provider needs {setting}: "
                         "there is no default server or model",
                         key=name,
                     )
