@@ -507,3 +507,17 @@ def test_context_prints_the_memory_block(cli: Cli, root: Path, db: Path) -> None
     block = ok(cli, "context", "how are refunds paid out", "--budget", "60")
     assert block["tokens"] <= 60
     assert block["query"] == "how are refunds paid out"
+
+
+def test_context_of_an_unknown_session_is_an_error(cli: Cli, root: Path, db: Path) -> None:
+    with MemoryStore(root, path=db) as store:
+        store.add("Refunds are issued to the original payment method.", "decision")
+        Sessions(store).record("s-known", "prompt", "how are refunds paid out")
+    # A typo in the id must not pass for "the session has no task": say so, as `show` does.
+    code, out, err = cli("context", "--session", "s-nosuch")
+    assert (code, out) == (1, "")
+    assert err.strip() == "coderecall: error: no session 's-nosuch' in the memory"
+    code, out, err = cli("context", "--session", "s-nosuch", "--json")
+    assert (code, out) == (1, "")
+    block = ok(cli, "context", "--session", "s-known")
+    assert block["query"] == "how are refunds paid out"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from coderecall import Embedder, ModelError, distill_model, learn_model, load_embedder
-from coderecall._learn import comment_sentence, corpus_texts, learned_summary
+from coderecall._learn import MIN_TEXTS, comment_sentence, corpus_texts, learned_summary
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +116,23 @@ def test_learning_refuses_what_it_cannot_do(
     with pytest.raises(ModelError, match="needs a corpus"):
         distill_model(minilm, tmp_path / "d", learn=10)
     assert not any((tmp_path / name).exists() for name in "abcd")
+
+
+def test_too_few_texts_to_check_a_fit_are_refused(
+    static_model: Path, minilm: Path, tmp_path: Path
+) -> None:
+    """A tiny project gives a text or two: nothing could be held out to check the refit, which
+    would only learn those (the CLI printed "0 held-out texts 0.000 -> 0.000")."""
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    (tiny / "main.py").write_text('def main():\n    """Print a greeting."""\n    print("hi")\n')
+    with pytest.raises(ModelError, match=f"a fit needs at least {MIN_TEXTS}") as caught:
+        learn_model(static_model, minilm, tmp_path / "a", corpus=tiny, samples=20)
+    assert "1 text to learn from (20 chunks asked for" in str(caught.value)
+    # distilling with learning refuses first, before minutes of distilling
+    with pytest.raises(ModelError, match=f"a fit needs at least {MIN_TEXTS}"):
+        distill_model(minilm, tmp_path / "b", corpus=tiny, learn=20)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny"]
 
 
 @pytest.mark.slow

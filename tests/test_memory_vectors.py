@@ -77,6 +77,24 @@ def test_hybrid_search_finds_a_paraphrase_sharing_no_word(store: MemoryStore) ->
     )
 
 
+def test_a_record_no_channel_found_is_not_a_hit(store: MemoryStore) -> None:
+    wanted = store.add("Refunds go back to the original payment method.", "decision").record
+    assert wanted is not None
+    for text in (
+        "We use PostgreSQL 16 for the main database.",
+        "The CI runs on GitHub Actions with two workers.",
+        "Tabs are never used; indent with four spaces.",
+    ):
+        store.add(text, "decision")
+    hits = store.search("refunds", limit=10)
+    assert hits[0].id == wanted.id
+    # The semantic channel's farthest record scores 0 (its floor): no evidence, no hit. The
+    # printed list showed every record of the store, the last at score 0.0.
+    assert all(hit.score > 0 for hit in hits)
+    assert len(hits) < 4
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+
+
 class _Table:
     """An engine whose vectors are chosen by hand: each text's from a table."""
 
@@ -109,7 +127,9 @@ def test_a_direction_every_record_shares_does_not_decide_the_nearest(db: Path) -
         ids = {text: memory.add(text, "observation").record for text in table if text != query}
         assert all(record is not None for record in ids.values())
         hits = memory.search(query, limit=3)
-        assert [h.channels for h in hits] == [("semantic",)] * 3
+        # The 60 alike records tie at the channel's floor (the list is cut among them): they
+        # score 0, no evidence, and are no hits.
+        assert [h.channels for h in hits] == [("semantic",)] * 2
         assert hits[0].id == ids[wanted].id  # type: ignore[union-attr]
         assert hits[1].id == ids[generic].id  # type: ignore[union-attr]
 

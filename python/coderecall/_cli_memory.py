@@ -178,6 +178,13 @@ def _open(args: argparse.Namespace) -> MemoryStore:
 
 def _context(args: argparse.Namespace) -> int:
     with _open(args) as store:
+        if args.session is not None:
+            from ._sessions import Sessions
+
+            # The API passes an unknown session over (a hook's new session has no log yet);
+            # typed on the command line it is a slip, said as `memory show` says an unknown id.
+            if Sessions(store).info(args.session) is None:
+                raise QueryError(f"no session {args.session!r} in the memory")
         block = store.context(args.query, session=args.session, budget=args.budget)
         held = 0 if block.text or args.json else len(store.records())
     if args.json:

@@ -24,11 +24,24 @@ from ._index import CodeIndex
 from ._models import ModelInfo, describe, find_model, new_model_folder
 from ._native import learn as _learn
 
-__all__ = ["LearnSummary", "corpus_texts", "learn_model", "learned_summary"]
+__all__ = [
+    "MIN_TEXTS",
+    "LearnSummary",
+    "corpus_texts",
+    "fit_learned",
+    "learn_model",
+    "learned_summary",
+    "learning_texts",
+]
 
 DEFAULT_SAMPLES = 600
 """Chunks the transformer embeds: about two minutes on two cores; on the quality benchmark
 600 per project lifted the static channel alone from 0.447 to 0.515 doc-to-code NDCG@10."""
+
+MIN_TEXTS = 50
+"""Fewest texts a fit takes: the core holds every tenth text out to check the refit against
+the aligned base only from 50 texts on (below, the refit would be trusted unchecked, and on a
+handful of texts it only learns those)."""
 
 _COMMENT = re.compile(r"^\s*(?:///?|//!|#+|\*+|/\*+|--|\"\"\"|''')\s?(.*)$")
 _COMMENT_CLOSE = re.compile(r"\s*(?:\*+/|\"\"\"|''')\s*$")
@@ -107,14 +120,40 @@ def learn_model(
     if samples < 1:
         raise ModelError(f"samples must be at least 1, got {samples}")
     dst = new_model_folder(destination, f"{base_info.name}-learned")
+    texts = learning_texts(corpus, samples)
+    return fit_learned(base_info.path, teacher_info.path, dst, texts, progress)
+
+
+def learning_texts(corpus: str | os.PathLike[str], samples: int) -> list[str]:
+    """The texts of ``corpus`` a fit learns from (:func:`corpus_texts`); refused when there
+    are fewer than :data:`MIN_TEXTS`, before the transformer spends minutes on them."""
     texts = corpus_texts(corpus, samples)
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    if len(texts) < MIN_TEXTS:
+        raise ModelError(
+            f"{Path(corpus).expanduser()}: {len(texts)} text{'s' * (len(texts) != 1)} to learn "
+            f"from ({samples} chunks asked for, and their comments); a fit needs at least "
+            f"{MIN_TEXTS}, some held out to check it: ask for more chunks or use a larger "
+            "corpus, or distill without learning"
+        )
+    return texts
+
+
+def fit_learned(
+    base: Path,
+    teacher: Path,
+    destination: Path,
+    texts: list[str],
+    progress: Callable[[int, int], object] | None = None,
+) -> tuple[ModelInfo, LearnSummary]:
+    """Fits the static model ``base`` to the transformer ``teacher`` on ``texts`` into the
+    new folder ``destination``."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
     # Rust keeps the width at most the teacher's.
-    _learn(base_info.path, teacher_info.path, dst, texts, base_info.dims or 256, progress)
-    summary = learned_summary(dst)
+    _learn(base, teacher, destination, texts, describe(base).dims or 256, progress)
+    summary = learned_summary(destination)
     if summary is None:
-        raise ModelError(f"{dst}: the fitted model does not record its fit")
-    return describe(dst), summary
+        raise ModelError(f"{destination}: the fitted model does not record its fit")
+    return describe(destination), summary
 
 
 def learned_summary(model: str | os.PathLike[str]) -> LearnSummary | None:

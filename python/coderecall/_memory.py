@@ -711,6 +711,10 @@ class MemoryStore:
             },
             {"semantic": SEMANTIC_WEIGHT},
         )
+        # A score counts from what a record no channel brought would score: 0 is no evidence
+        # at all (the semantic channel's farthest record), not a weak hit. Dropped before
+        # `prefer` (which scores by rank alone); the order of the rest is unchanged.
+        ranked = [(key, score) for key, score in ranked if score > 0]
         said = words(text)
         # By key: a rebuild for the next generation may be updating the lexicon meanwhile.
         labels = lexicon.labels

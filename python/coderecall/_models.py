@@ -186,17 +186,22 @@ def distill_model(
     if learn < 0 or (learn and corpus is None):
         raise ModelError("learning needs a corpus and a positive number of chunks")
     dst = new_model_folder(destination, f"{src.name}-static-{dims}")
+    texts = None
+    if corpus is not None and learn:
+        from ._learn import learning_texts  # it indexes the corpus; the index imports us
+
+        texts = learning_texts(corpus, learn)  # too few fail before minutes of distilling
     frequencies = None if corpus is None else token_frequencies(src, Path(corpus))
     dst.parent.mkdir(parents=True, exist_ok=True)
-    if corpus is None or not learn:
+    if texts is None:
         _distill(src, dst, dims, progress, frequencies)
         return describe(dst)
-    from ._learn import learn_model  # it indexes the corpus, and the index imports this module
+    from ._learn import fit_learned
 
     staging = dst.with_name(f".{dst.name}.distilled-{os.getpid()}")
     try:
         _distill(src, staging, dims, progress, frequencies)
-        info, _ = learn_model(staging, src, dst, corpus=corpus, samples=learn, progress=progress)
+        info, _ = fit_learned(staging, src, dst, texts, progress)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return info
