@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from coderecall._cli import main
+from coderecall._mcp_docs import MEMORY_SEARCH_DOC
 from coderecall._memory import MemoryStore
 from coderecall._sessions import Sessions
 from helpers import MakeRepo, git
@@ -153,6 +154,23 @@ def test_add_reports_action_redactions_and_refusals(cli: Cli) -> None:
     assert (private["record"]["privacy"], private["record"]["scope"]) == ("private", "user")
     from_stdin = ok(cli, "add", "-", "--type", "progress", stdin="Memory CLI landed.\n")
     assert from_stdin["record"]["text"] == "Memory CLI landed."
+
+
+def test_search_help_says_a_time_phrase_ranks_not_filters(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["memory", "search", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    # The window's records come first; the others still follow (only --since/--until filter).
+    assert "narrows" not in text
+    assert "records of a time phrase's window (yesterday, in March) rank first" in text
+    assert "the others still follow" in text
+    # The MCP tool's description says it as well.
+    tool_doc = " ".join(MEMORY_SEARCH_DOC.split())
+    assert "narrows" not in tool_doc
+    assert "ranks the records of that window first, the others still following" in tool_doc
 
 
 def test_search_filters_and_human_output(cli: Cli, root: Path, db: Path) -> None:

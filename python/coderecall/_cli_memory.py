@@ -42,7 +42,11 @@ def register(commands: Any) -> None:
     actions = memory.add_subparsers(title="memory commands", required=True, metavar="ACTION")
 
     search = actions.add_parser("search", help="search the memory (current records)")
-    search.add_argument("query", help="plain words; a time phrase (yesterday, in March) narrows")
+    search.add_argument(
+        "query",
+        help="plain words; records of a time phrase's window (yesterday, in March) rank first, "
+        "the others still follow (--since/--until filter)",
+    )
     search.add_argument("--type", action="append", metavar="TYPE", help="only this type")
     search.add_argument("--scope", choices=("user", "project"), help="only this scope")
     search.add_argument("--tag", action="append", metavar="TAG", help="only with this tag")

@@ -159,8 +159,9 @@ before re-deciding or re-debugging something, and when the user refers to earlie
 is the first step of three: memory_search (compact hits) -> memory_timeline (what was written
 around a hit) -> memory_get (full records of the ids you need).
 
-`query` is plain words; a time phrase in it ("yesterday", "last week", "in March") narrows
-to that window (a query that is only a time phrase lists that window, newest first).
+`query` is plain words; a time phrase in it ("yesterday", "last week", "in March") ranks the
+records of that window first, the others still following (`since`/`until` filter strictly); a
+query that is only a time phrase lists that window, newest first.
 Filters: `type` (one or a list: project-brief, architecture, tech-context, product-context,
 preference, decision, error-solution, progress, session-summary, learned-pattern,
 observation), `scope` ("project" or "user"), `tags` (all must be present), `since`/`until`
