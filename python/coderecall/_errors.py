@@ -106,10 +106,7 @@ class RootNotFoundError(RootRefusedError, FileNotFoundError):
         *,
         root: str | os.PathLike[str] | None = None,
     ) -> None:
-        if filename is None:
-            FileNotFoundError.__init__(self, code, message)
-        else:
-            FileNotFoundError.__init__(self, code, message, os.fspath(filename))
+        _os_error(self, FileNotFoundError, code, message, filename)
         self.root = Path(root if root is not None else filename or "")
 
 
@@ -128,10 +125,7 @@ class RootNotADirectoryError(RootRefusedError, NotADirectoryError):
         *,
         root: str | os.PathLike[str] | None = None,
     ) -> None:
-        if filename is None:
-            NotADirectoryError.__init__(self, code, message)
-        else:
-            NotADirectoryError.__init__(self, code, message, os.fspath(filename))
+        _os_error(self, NotADirectoryError, code, message, filename)
         self.root = Path(root if root is not None else filename or "")
 
 
@@ -145,10 +139,21 @@ class IndexDirError(StoreError, OSError):
     def __init__(
         self, code: int, message: str, filename: str | os.PathLike[str] | None = None
     ) -> None:
-        if filename is None:
-            OSError.__init__(self, code, message)
-        else:
-            OSError.__init__(self, code, message, os.fspath(filename))
+        _os_error(self, OSError, code, message, filename)
+
+
+def _os_error(
+    error: OSError,
+    base: type[OSError],
+    code: int,
+    message: str,
+    filename: str | os.PathLike[str] | None,
+) -> None:
+    """Sets ``errno``, ``strerror`` and ``filename`` as ``base`` would for ``error``."""
+    if filename is None:
+        base.__init__(error, code, message)
+    else:
+        base.__init__(error, code, message, os.fspath(filename))
 
 
 class IndexBusyError(Error):
