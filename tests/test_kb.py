@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from coderecall import CodeIndex, QueryError
-from coderecall._kb import save_entries
+from coderecall import CodeIndex, QueryError, SearchHit
+from coderecall._kb import fuse, save_entries
 from coderecall._mcp import McpService
 from helpers import MakeRepo, git, write_files
 
@@ -129,6 +129,20 @@ def test_search_covers_code_and_knowledge_bases_with_labels(with_kb: CodeIndex) 
     assert json.loads(json.dumps(docs[0].to_dict()))["source"] == "docs"
     # Ranked lists of both sources are merged, each best hit near the top.
     assert {hits[0].source, hits[1].source} == {"code", "docs"}
+
+
+def test_a_hit_scored_zero_is_no_evidence_in_the_merge() -> None:
+    def hit(path: str, score: float) -> SearchHit:
+        return SearchHit(path, 1, 2, "python", "function", "f", "f", score, None)
+
+    merged = fuse(
+        [
+            ("code", [hit("a.py", 3.0), hit("b.py", 2.0)]),
+            ("docs", [hit("guide.md", 0.0), hit("other.md", 0.0)]),
+        ],
+        limit=10,
+    )
+    assert [(h.source, h.path) for h in merged] == [("code", "a.py"), ("code", "b.py")]
 
 
 def test_source_restricts_the_search(with_kb: CodeIndex) -> None:

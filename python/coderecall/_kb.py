@@ -120,10 +120,12 @@ def save_entries(native: NativeIndex, entries: Sequence[Entry]) -> None:
 
 def fuse(lists: Sequence[tuple[str, list[SearchHit]]], limit: int) -> list[SearchHit]:
     """Merges ranked lists from several sources by reciprocal rank (k = 60), each hit
-    labelled with its source; ties keep the sources' order."""
+    labelled with its source; ties keep the sources' order. A hit scored 0 (no word of the
+    query in it, the last of a semantic channel's neighbours) is no evidence: by rank alone
+    a source's first such hit would take the second place of every search."""
     scored: list[tuple[float, int, int, SearchHit]] = []
     for order, (source, hits) in enumerate(lists):
-        for rank, hit in enumerate(hits):
+        for rank, hit in enumerate(hit for hit in hits if hit.score > 0):
             labelled = dataclasses.replace(hit, source=source)
             scored.append((1.0 / (_RRF_K + rank + 1), -order, -rank, labelled))
     scored.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
