@@ -265,6 +265,29 @@ def test_no_content_after_a_merged_unit_is_named(make_repo: MakeRepo) -> None:
         assert all(hit.content is None for hit in hits)
 
 
+def test_a_path_shows_the_file_from_its_opening(make_repo: MakeRepo) -> None:
+    """A file's name asks for the file: its first chunk comes first, the rest in order, not
+    the one-line `#endif` that BM25F's length normalisation favours."""
+    methods = "".join(
+        f"template <typename Key>\nint SkipList<Key>::Skip{n}(int key) {{\n"
+        + "".join(f"  key = key * {k} + level_;\n" for k in range(12))
+        + "  return key;\n}\n\n"
+        for n in range(6)
+    )
+    declared = "".join(f"  int Skip{n}(int key);\n" for n in range(6))
+    header = (
+        "#ifndef DB_SKIPLIST_H_\n#define DB_SKIPLIST_H_\n\n#include <atomic>\n\n"
+        "namespace db {\n\ntemplate <typename Key>\nclass SkipList {\n public:\n"
+        f"{declared} private:\n  int level_;\n}};\n\n{methods}}}  // namespace db\n\n"
+        "#endif  // DB_SKIPLIST_H_\n"
+    )
+    root = make_repo({"db/skiplist.h": header, "db/other.cc": '#include "db/skiplist.h"\n'})
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        hits = [hit for hit in index.search("skiplist.h", limit=10) if hit.path == "db/skiplist.h"]
+    assert hits[0].start_line == 1
+    assert [hit.start_line for hit in hits] == sorted(hit.start_line for hit in hits)
+
+
 def test_a_name_finds_a_long_function_once(make_repo: MakeRepo) -> None:
     """A function long enough to be cut into windows is one answer to its name, not a page
     of its pieces: its callers come next, its other windows after them."""

@@ -340,6 +340,28 @@ fn path_id_of(key: u64) -> u32 {
     u32::try_from(key >> 32).unwrap_or(u32::MAX)
 }
 
+/// A path asks for a file: the chunks of each file it names get that file's scores in their
+/// order in the file, so the file's opening comes first (not whichever chunk BM25F's length
+/// normalisation favours, such as a one-line `#endif`).
+fn in_file_order(scored: &mut [(f32, (u64, Channels))], lx: &Lexical, query: &Query) {
+    let mut files: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, (_, (key, _))) in scored.iter().enumerate() {
+        let id = path_id_of(*key);
+        if lx.paths.get(&id).is_some_and(|p| query.names_path(&p.path)) {
+            files.entry(id).or_default().push(i);
+        }
+    }
+    for at in files.values() {
+        let mut scores: Vec<f32> = at.iter().map(|&i| scored[i].0).collect();
+        scores.sort_by(|a, b| b.total_cmp(a));
+        let mut by_line = at.clone();
+        by_line.sort_by_key(|&i| lx.docs.get(&scored[i].1.0).map(|d| d.start_line));
+        for (i, score) in by_line.into_iter().zip(scores) {
+            scored[i].0 = score;
+        }
+    }
+}
+
 /// Lowers all but the first (best) window of a unit split into several (a long function):
 /// a name asks for the definition once, and its other windows, scored alike, would fill the
 /// page. `scored` must be in rank order; it is left in rank order.
@@ -1366,6 +1388,9 @@ impl Engine {
                 adjacent_keys,
                 weights.neighbours,
             );
+        }
+        if query.class == QueryClass::Path {
+            in_file_order(&mut scored, lx, &query);
         }
         let units = query.class == QueryClass::Identifier;
         let ranked = per_file_cap(scored, req, &weights, lx, units);

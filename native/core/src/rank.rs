@@ -82,6 +82,17 @@ impl Query {
                 .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '#' | '$' | '\\'))
     }
 
+    /// Whether a path query names `path` (holds it, any case, `\\` read as `/`).
+    #[must_use]
+    pub fn names_path(&self, path: &str) -> bool {
+        let q = self
+            .raw
+            .trim_start_matches("./")
+            .to_lowercase()
+            .replace('\\', "/");
+        path.to_lowercase().contains(&q)
+    }
+
     /// The same query read as a qualified identifier (when no indexed path holds it, see
     /// [`Query::may_name_code`]).
     #[must_use]
@@ -695,12 +706,7 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
             }
         }
         QueryClass::Path => {
-            let q = query
-                .raw
-                .trim_start_matches("./")
-                .to_lowercase()
-                .replace('\\', "/");
-            if c.path.to_lowercase().contains(&q) {
+            if query.names_path(c.path) {
                 s *= w.path_match;
             }
         }
