@@ -465,7 +465,7 @@ def test_def(calls_project: Path) -> None:
         len(billing),
     )
     past_end = run("def", f"src/shop/billing.py:{len(billing) + 5}", *where)
-    assert_one_error_line(past_end, "no definition of src/shop/billing.py:")
+    assert_one_error_line(past_end, "no definition of 'src/shop/billing.py:")
     assert past_end.stdout == ""
 
     people = run("def", "checkout", *where)
@@ -481,11 +481,16 @@ def test_def(calls_project: Path) -> None:
     # Exit 1 comes with its one line on stderr (README), as `calls` says it; stdout is empty
     # but for --json, whose answer stays there.
     missing = run("def", "no_such_symbol", *where)
-    assert_one_error_line(missing, "no definition of no_such_symbol")
+    assert_one_error_line(missing, "no definition of 'no_such_symbol' in the index")
+    assert "did you mean" not in missing.stderr
     assert missing.stdout == ""
     as_json = run("def", "no_such_symbol", "--json", *where)
-    assert_one_error_line(as_json, "no definition of no_such_symbol")
+    assert_one_error_line(as_json, "no definition of 'no_such_symbol'")
     assert json.loads(as_json.stdout) == []
+    # A typo gets the names spelled like it.
+    typo = run("def", "TokenStore.issue_tokne", *where)
+    assert_one_error_line(typo, "; did you mean issue_token?")
+    assert_one_error_line(run("calls", "chekout", *where), "did you mean checkout?")
 
 
 def test_calls(calls_project: Path) -> None:

@@ -152,10 +152,11 @@ def _lookup(args: argparse.Namespace) -> int:
         found = index.implementation_lookup(
             args.symbol, limit=args.limit, with_content=not args.no_content
         )
+        missing = "" if found else index._no_definition(args.symbol)
     if args.json:
         _print_json([d.to_dict() for d in found])
-    if not found:
-        return _failed(f"no definition of {args.symbol}")
+    if missing:
+        return _failed(missing)
     if args.json:
         return 0
     console = _stdout()

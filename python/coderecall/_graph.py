@@ -217,6 +217,17 @@ def _matches(graph: CallGraph, symbol: str, limit: int) -> list[GraphNodeDict]:
     return graph.find(symbol.strip(), _checked_limit(limit))
 
 
+def missing(graph: CallGraph, symbol: str) -> str:
+    """What to say of ``symbol`` when nothing defines it, with the defined names spelled
+    like it (a typo's likely fix)."""
+    message = f"no definition of {symbol!r} in the index"
+    near = graph.similar_names(symbol, 3)
+    if near:
+        listed = ", ".join(near[:-1]) + " or " + near[-1] if len(near) > 1 else near[0]
+        message += f"; did you mean {listed}?"
+    return message
+
+
 def _checked_limit(limit: int) -> int:
     """``limit`` as the native graph takes it: at least 1, and any larger one than a graph
     can hold means all."""
@@ -257,7 +268,7 @@ def neighbourhood(
     limit = _checked_limit(limit)
     found = _matches(graph, symbol, 6)
     if not found:
-        raise QueryError(f"no definition of {symbol!r} in the index")
+        raise QueryError(missing(graph, symbol))
     node = found[0]
     callers: list[CallEdge] = []
     callees: list[CallEdge] = []
@@ -309,7 +320,7 @@ def shortest_path(graph: CallGraph, source: str, target: str, *, max_depth: int 
     for symbol in (source, target):
         found = _matches(graph, symbol, 1)
         if not found:
-            raise QueryError(f"no definition of {symbol!r} in the index")
+            raise QueryError(missing(graph, symbol))
         ends.append(found[0])
     chain = graph.path(ends[0]["id"], ends[1]["id"], max_depth)
     edges = tuple(_edge(e) for e in chain or [])

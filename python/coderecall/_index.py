@@ -43,6 +43,7 @@ from ._graph import (
     Definition,
     Direction,
     definitions,
+    missing,
     neighbourhood,
     shortest_path,
 )
@@ -782,6 +783,10 @@ class CodeIndex:
         return definitions(
             native.call_graph(), native.lines, symbol, limit=limit, with_content=with_content
         )
+
+    def _no_definition(self, symbol: str) -> str:
+        """Why :meth:`implementation_lookup` found nothing, with names spelled like it."""
+        return missing(self._ready().call_graph(), symbol)
 
     @_timed("call_graph")
     def call_graph(

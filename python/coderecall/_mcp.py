@@ -245,7 +245,7 @@ class McpService:
         self._searchable()
         found = self._index.implementation_lookup(symbol, limit=limit, with_content=with_content)
         if not found:
-            raise QueryError(f"no definition of {symbol!r} in the index")
+            raise QueryError(self._index._no_definition(symbol))
         return self._answer(
             {"definitions": [d.to_dict() for d in found]},
             cut="definitions",

@@ -307,6 +307,9 @@ class CallGraph:
     def find(self, symbol: str, limit: int = 20) -> list[GraphNodeDict]:
         """Definitions matching a name, a qualified name or ``path:line``, implementation
         (not tests, not impl blocks) first."""
+    def similar_names(self, symbol: str, limit: int = 3) -> list[str]:
+        """Defined names spelled like the last part of ``symbol``, nearest first (for a name
+        that is not defined: a typo's suggestions)."""
     def node_info(self, id: int) -> GraphNodeDict: ...
     def edges(
         self, id: int, callers: bool, depth: int = 1, limit: int = 200

@@ -484,6 +484,36 @@ impl Graph {
         found
     }
 
+    /// Defined names spelled like `symbol`'s last part (`GetValue` for `GetVaule`,
+    /// `jv_dump` for `jv_dupm`), nearest first: what to suggest when nothing is defined under
+    /// it. A name qualifies within about one edit per four letters, transpositions counted
+    /// once, case ignored.
+    #[must_use]
+    pub fn similar_names(&self, symbol: &str, limit: usize) -> Vec<String> {
+        let Some(last) = split_segments(symbol).last().map(|s| s.to_lowercase()) else {
+            return Vec::new();
+        };
+        let most = (last.chars().count() / 4).clamp(1, 3);
+        let mut near: Vec<(usize, &str)> = self
+            .by_name
+            .keys()
+            .filter_map(|name| {
+                let lower = name.to_lowercase();
+                let apart = lower.chars().count().abs_diff(last.chars().count());
+                if apart > most || lower == last {
+                    return None;
+                }
+                let distance = strsim::damerau_levenshtein(&lower, &last);
+                (distance <= most).then_some((distance, name.as_str()))
+            })
+            .collect();
+        near.sort_unstable();
+        near.into_iter()
+            .take(limit)
+            .map(|(_, name)| name.to_owned())
+            .collect()
+    }
+
     /// Whether a definition hands its work to another of its name through some other
     /// object (`engine.search(..)` in a binding's `search`, `self.inner.read(..)`): a wrapper,
     /// listed after what it wraps. A call on itself (`search(..)`, `self.search(..)`,

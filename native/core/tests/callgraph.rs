@@ -270,3 +270,22 @@ fn a_location_may_end_a_path_as_a_stack_trace_gives_it() {
         "a path ends at a folder boundary"
     );
 }
+
+#[test]
+fn a_typo_finds_the_names_spelled_like_it() {
+    let graph = graph_of(&[(
+        "src/values.go",
+        "package values\n\nfunc GetValue() int { return 1 }\n\nfunc GetValues() int { return 2 }\n\nfunc SetValue() {}\n\nfunc jv_dump() {}\n",
+    )]);
+    assert_eq!(
+        graph.similar_names("GetVaule", 3),
+        ["GetValue", "GetValues", "SetValue"]
+    );
+    assert_eq!(graph.similar_names("values.jv_dupm", 3), ["jv_dump"]);
+    assert_eq!(
+        graph.similar_names("getvalue", 1),
+        ["GetValues"],
+        "not the name itself"
+    );
+    assert!(graph.similar_names("Completely", 3).is_empty());
+}

@@ -116,6 +116,14 @@ impl CallGraph {
         Ok(out)
     }
 
+    /// Defined names spelled like the last part of `symbol`, nearest first (for a name that
+    /// is not defined: a typo's suggestions).
+    #[pyo3(signature = (symbol, limit = 3))]
+    fn similar_names(&self, py: Python<'_>, symbol: &str, limit: usize) -> Vec<String> {
+        let graph = Arc::clone(&self.graph);
+        py.detach(|| graph.similar_names(symbol, limit))
+    }
+
     fn node_info<'py>(&self, py: Python<'py>, id: u32) -> PyResult<Bound<'py, PyDict>> {
         if id as usize >= self.graph.nodes.len() {
             return Err(pyo3::exceptions::PyIndexError::new_err(format!(
