@@ -193,6 +193,14 @@ def test_search_listing_for_people(project: Path) -> None:
     assert "\x1b[" not in result.stdout
 
 
+def test_a_query_that_starts_with_a_dash_is_told_where_it_goes(project: Path) -> None:
+    refused = run("search", "--slurp", cwd=project)
+    assert refused.returncode == 2
+    assert "coderecall search -- -QUERY" in refused.stderr
+    found = run("search", "--json", "--", "--slurp", cwd=project)
+    assert found.returncode == 0, found.stderr
+
+
 def test_a_long_hit_shows_where_the_query_matches(make_repo: MakeRepo) -> None:
     """An error message deep in a long function: the listing shows the function's first
     line and the lines that hold the message, not only its opening."""

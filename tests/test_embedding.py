@@ -340,6 +340,14 @@ def test_cli_similar_and_estimate(
     assert done.stdout.splitlines()[0].startswith("web/cart.js:")
     assert main(["similar", "src/shop/auth.py"]) == 1
     assert "FILE:LINE" in capsys.readouterr().err
+    # A symbol stands for its definition's place.
+    assert main(["def", "TokenStore", "--json", "--no-content"]) == 0
+    (defined,) = json.loads(capsys.readouterr().out)[:1]
+    where = f"{defined['path']}:{defined['start_line']}"
+    assert main(["similar", where, "--json", "--limit", "3"]) == 0
+    by_place = json.loads(capsys.readouterr().out)
+    assert main(["similar", "TokenStore", "--json", "--limit", "3"]) == 0
+    assert json.loads(capsys.readouterr().out) == by_place
 
 
 def test_cli_notice_goes_to_stderr_once(make_repo: MakeRepo) -> None:

@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import _hooks as hooks
 from ._errors import Error, IndexCorruptError, QueryError
@@ -85,8 +85,22 @@ def _show_warnings() -> None:
         logger.addHandler(handler)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a hint where it cannot know what the user meant: a query that starts
+    with a dash (`search "--slurp"`) reads as an option, and its positional goes missing."""
+
+    def error(self, message: str) -> NoReturn:
+        missing = re.search(r"required: (query|symbol|source|target|text)\b", message)
+        if missing:
+            message += (
+                f" (a {missing[1]} that starts with '-' goes after --: "
+                f"{self.prog} -- -{missing[1].upper()})"
+            )
+        super().error(message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="coderecall", description="A fast, local code index for AI coding agents."
     )
     parser.add_argument("--version", action="version", version=f"coderecall {__version__}")
@@ -128,7 +142,9 @@ def _parser() -> argparse.ArgumentParser:
 
     similar = commands.add_parser("similar", help="find code like a chunk or a snippet")
     similar.add_argument(
-        "target", help="FILE:LINE (the chunk holding that line), or - to read code from stdin"
+        "target",
+        help="FILE:LINE (the chunk holding that line), a symbol (its definition), or - to read "
+        "code from stdin",
     )
     _result_options(similar)
     similar.set_defaults(command=_similar)
@@ -419,16 +435,25 @@ def _similar(args: argparse.Namespace) -> int:
     code: str | None = None
     path: str | None = None
     line: int | None = None
+    symbol: str | None = None
     if args.target == "-":
         code = sys.stdin.read()
     else:
         path, _, number = args.target.rpartition(":")
-        if not path or not number.isdigit():
-            raise QueryError(f"expected FILE:LINE or -, got {args.target!r}")
-        line = int(number)
-        # A path as typed is relative to the current directory, like any shell argument.
-        path = os.path.abspath(path)
+        if path and number.isdigit():
+            line = int(number)
+            # A path as typed is relative to the current directory, like any shell argument.
+            path = os.path.abspath(path)
+        else:
+            symbol, path = args.target, None
     with _open_index(args) as index:
+        if symbol is not None:  # code like that definition
+            found = index.implementation_lookup(symbol, limit=1, with_content=False)
+            if not found:
+                raise QueryError(
+                    f"{index._no_definition(symbol)} (similar takes FILE:LINE, a symbol or -)"
+                )
+            path, line = str(index.root / found[0].path), found[0].start_line
         hits = index.find_similar(
             code,
             path=path,
