@@ -457,9 +457,7 @@ def test_cli_watch_prints_a_line_per_update_and_stops_on_ctrl_c(project: Path) -
         first = read_line(process)
         (project / "src" / "shop" / "auth.py").write_text("def rotate_keys():\n    ...\n")
         second = read_line(process)
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 130, stderr
+        stderr = interrupted(process)
     assert "Traceback" not in stderr
     assert f"watching {project}" in stderr
     assert re.fullmatch(r"\d\d:\d\d:\d\d indexed \d+ files? \(.*\) in \d+\.\d\d s\n", first)
@@ -473,12 +471,18 @@ def test_cli_watch_json(project: Path) -> None:
         first = json.loads(read_line(process))
         (project / "web" / "cart.js").unlink()
         second = json.loads(read_line(process))
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 130, stderr
+        interrupted(process)
     assert first["files_seen"] == len(SAMPLE_PROJECT)
     assert second["files_removed"] == 1
     assert "time" in second
+
+
+def interrupted(process: subprocess.Popen[str]) -> str:
+    """Stops a watching process as Ctrl-C does; its stderr, once it exited with 130."""
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    return stderr
 
 
 def fewer_inotify_watches(limit: int) -> list[str] | None:
@@ -493,6 +497,14 @@ def fewer_inotify_watches(limit: int) -> list[str] | None:
     return prefix if probe.returncode == 0 else None
 
 
+def edits_are_indexed(project: Path, files: dict[str, str], what: str) -> None:
+    """Writes ``files``, each defining one function, and waits until each name is found."""
+    write_files(project, files)
+    names = [re.findall(r"def (\w+)", text)[0] for text in files.values()]
+    with CodeIndex(project, QUIET) as index:
+        eventually(lambda: all(paths_found(index, name) for name in names), what)
+
+
 def test_watches_running_out_part_way_falls_back_to_polling(make_repo: MakeRepo) -> None:
     # Watchdog 7 raises the error of the root's watch only: with 8 watches for ~40 folders
     # (.git's included), most folders would be silently unwatched.
@@ -503,19 +515,41 @@ def test_watches_running_out_part_way_falls_back_to_polling(make_repo: MakeRepo)
     project = make_repo(modules)
     with watch_cli(str(project), prefix=prefix) as process:
         read_line(process)
-        write_files(
-            project, {f"src/m{n}/mod.py": f"def edited_{n}_x():\n    ...\n" for n in range(20)}
+        edits_are_indexed(
+            project,
+            {f"src/m{n}/mod.py": f"def edited_{n}_x():\n    ...\n" for n in range(20)},
+            "every edit is indexed",
         )
-        with CodeIndex(project, QUIET) as index:
-            eventually(
-                lambda: all(paths_found(index, f"edited_{n}_x") for n in range(20)),
-                "every edit is indexed",
-            )
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 130, stderr
+        stderr = interrupted(process)
     assert "folders got no watch" in stderr
     assert f"coderecall: polling {project}" in stderr
+
+
+def test_watches_running_out_after_the_start_falls_back_to_polling(make_repo: MakeRepo) -> None:
+    # Every folder has its watch at the start, with one to spare; folders made later go
+    # past the limit, and watchdog says nothing when it cannot watch them.
+    project = make_repo({"src/app.py": "def first():\n    ...\n"})
+    with CodeIndex(project, QUIET) as index:
+        index.index()
+    folders = sum(len(dirs) for _, dirs, _ in os.walk(project)) + 1
+    prefix = fewer_inotify_watches(folders + 1)
+    if prefix is None:
+        pytest.skip("no user namespace to lower the inotify watch limit in")
+    with watch_cli(str(project), prefix=prefix) as process:
+        read_line(process)
+        edits_are_indexed(
+            project,
+            {f"pkg{n}/deep/mod.py": f"def before_{n}():\n    ...\n" for n in range(3)},
+            "the new folders' files are indexed",
+        )
+        edits_are_indexed(
+            project,
+            {f"pkg{n}/deep/mod.py": f"def edited_{n}_y():\n    ...\n" for n in range(3)},
+            "edits inside folders made after the start are indexed",
+        )
+        stderr = interrupted(process)
+    assert "by polling every" in stderr
+    assert "no watch for the new folder" in stderr
 
 
 POLLING_WATCHER = """
@@ -674,6 +708,4 @@ def test_cli_watch_brings_back_what_is_readable_again(make_repo: MakeRepo) -> No
         with CodeIndex(project, QUIET) as index:
             assert paths_found(index, "beta_two") == {"b.py"}
             assert paths_found(index, "in_d") == {"d/x.py"}
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 130, stderr
+        interrupted(process)

@@ -27,7 +27,8 @@ Why it works the way it does:
 * When the system runs out of inotify watches or instances, watching falls back to
   polling, with a warning saying so and how to raise the limit. Watchdog 7 raises that
   error for the root alone and swallows it for the folders below, so after starting, its
-  watch table is compared with the folders it was to watch. Polling uses ``lstat`` (a
+  watch table is compared with the folders it was to watch, and later with each folder made
+  while watching (before the update of its burst, which is then a full one). Polling uses ``lstat`` (a
   symlink to a parent folder must not make the tree endless) and skips ignored folders,
   git internals that cannot switch the view, and the index's own folder. When the
   kernel's event queue overflows (a flood of events, mostly under ``.git/objects`` during
@@ -250,6 +251,7 @@ class Watcher:
         self._observer: BaseObserver | None = None
         self._lost = _LostEvents(lambda: self._note([], [], full=True))
         self._polling = False
+        self._made: set[bytes] = set()  # folders made while watched, not checked yet
         self._updates = 0
         self._last_report: IndexReport | None = None
         self._last_flush_started: float | None = None
@@ -435,19 +437,40 @@ class Watcher:
                 _discard(observer)
                 if exc.errno not in _OUT_OF_WATCHES:
                     raise
-                _log.warning(
-                    "watching %s by polling every %g s: the system is out of file watches "
-                    "(%s); raising fs.inotify.max_user_watches / max_user_instances (sysctl) "
-                    "lets it watch natively",
-                    self._root,
-                    self._poll_interval,
-                    exc.strerror or exc,
-                )
+                self._warn_polling(exc.strerror or str(exc))
+        observer = self._polling_observer()
+        self._polling = True
+        return observer
+
+    def _polling_observer(self) -> BaseObserver:
         observer = PollingObserverVFS(os.lstat, self._polled, polling_interval=self._poll_interval)
         self._schedule(observer)
         observer.start()
-        self._polling = True
         return observer
+
+    def _warn_polling(self, why: str) -> None:
+        _log.warning(
+            "watching %s by polling every %g s: the system is out of file watches (%s); "
+            "raising fs.inotify.max_user_watches / max_user_instances (sysctl) lets it "
+            "watch natively",
+            self._root,
+            self._poll_interval,
+            why,
+        )
+
+    def _poll_instead(self) -> None:
+        """Replaces the inotify observer by polling (on the worker thread): a folder made
+        while watching got no watch, so the limit was reached since the start, and edits
+        below it would go unseen."""
+        observer = self._polling_observer()
+        with self._cond:
+            stopping = self._stopping
+            old = self._observer
+            if not stopping:
+                self._observer, self._polling = observer, True
+        if stopping:  # stop() may have taken the old observer: this one is ours to end
+            _discard(observer)
+        _discard(old)
 
     def _check_watches(self, observer: BaseObserver) -> None:
         """Raises ``ENOSPC`` when folders the observer was to watch got no inotify watch."""
@@ -512,6 +535,24 @@ class Watcher:
             # A folder deleted or moved away: the events of its files may not all come.
             gone = found if event.is_directory and kind in ("deleted", "moved") else []
             self._note(found, gone, full=switch)
+        if kind == "created" and event.is_directory and found and not self._polling:
+            with self._cond:
+                self._made.add(os.fsencode(event.src_path))
+
+    def _unwatched_made(self) -> bool:
+        """Whether a folder made while watching got no watch: watchdog adds them quietly, and
+        out of watches says nothing. Checked on the worker thread once the burst has settled
+        (a folder made inside a new one is watched when its own event is read)."""
+        with self._cond:
+            made, self._made = self._made, set()
+        observer = self._observer
+        if self._polling or observer is None:
+            return False
+        for folder in sorted(made):
+            if os.path.isdir(folder) and _unwatched(observer, folder):
+                self._warn_polling(f"no watch for the new folder {os.fsdecode(folder)}")
+                return True
+        return False
 
     def _judge(self, path: str) -> str | bool | None:
         """The root-relative path an event marks as pending; ``True`` for a git file whose
@@ -557,7 +598,11 @@ class Watcher:
 
     def _run(self) -> None:
         while (batch := self._next_batch()) is not None:
-            self._flush(*batch)
+            paths, gone, full, ended = batch
+            if self._unwatched_made():
+                self._poll_instead()
+                full = True  # what changed below it until now went unseen
+            self._flush(paths, gone, full, ended)
 
     def _next_batch(self) -> tuple[set[str], set[str], bool, float] | None:
         """Waits for a burst to end; returns its paths, the folders among them that went
@@ -682,9 +727,10 @@ class Watcher:
             _log.exception("watch: the %s callback failed", getattr(callback, "__name__", "?"))
 
 
-def _unwatched(observer: BaseObserver) -> list[bytes]:
+def _unwatched(observer: BaseObserver, below: bytes | None = None) -> list[bytes]:
     """The folders an inotify observer was to watch and holds no watch for (readable ones:
-    an unreadable folder cannot be watched whatever the limits).
+    an unreadable folder cannot be watched whatever the limits); with ``below``, only that
+    folder and those inside it.
 
     Watchdog keeps no public record of them, so this reads its watch table: watchdog 7's
     ``InotifyWatchGroup``, or the ``Inotify`` of older versions. Another observer (another
@@ -699,6 +745,12 @@ def _unwatched(observer: BaseObserver) -> list[bytes]:
         if not isinstance(table, dict):
             continue
         top = os.fsencode(emitter.watch.path)
+        if below is not None:
+            if not (below == top or below.startswith(top.rstrip(b"/") + b"/")):
+                continue
+            if below != top and not emitter.watch.is_recursive:
+                continue
+            top = below
         expected = [top]
         if emitter.watch.is_recursive:  # what watchdog walks: os.walk, symlinks left out
             for parent, folders, _ in os.walk(top):
