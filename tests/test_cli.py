@@ -193,6 +193,27 @@ def test_search_listing_for_people(project: Path) -> None:
     assert "\x1b[" not in result.stdout
 
 
+def test_calls_lists_each_caller_once_source_before_tests(make_repo: MakeRepo) -> None:
+    root = make_repo(
+        {
+            "src/app.py": "def target():\n    return 1\n\n\ndef user():\n    return target()\n",
+            "tests/test_app.py": (
+                "from app import target\n\n\ndef test_target():\n"
+                "    assert target()\n    assert target()\n    assert target()\n"
+            ),
+            "zz/late.py": "from app import target\n\n\ndef late():\n    return target()\n",
+        }
+    )
+    shown = run("calls", "target", "--callers", cwd=root)
+    assert shown.returncode == 0, shown.stderr
+    rows = [row.split("  ")[1:3] for row in shown.stdout.splitlines()[2:]]
+    assert rows == [
+        ["app.user", "src/app.py:6"],
+        ["zz.late.late", "zz/late.py:5"],
+        ["tests.test_app.test_target", "tests/test_app.py:5, 6, 7"],
+    ], shown.stdout
+
+
 def test_a_query_that_starts_with_a_dash_is_told_where_it_goes(project: Path) -> None:
     refused = run("search", "--slurp", cwd=project)
     assert refused.returncode == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._cli import (
@@ -193,33 +193,41 @@ def _print_calls(console: Console, result: CallGraphResult, direction: str) -> N
         console.print("callers:", style="bold")
         if not result.callers:
             console.print("  none" if result.complete else "  none found (see note)", style="dim")
-        for e in result.callers:
-            _print_edge(console, e, caller_side=True)
+        _print_edges(console, result.callers, caller_side=True)
     if direction != "callers":
         console.print("callees:", style="bold")
         if not result.callees:
             console.print("  none", style="dim")
-        for e in result.callees:
-            _print_edge(console, e, caller_side=False)
+        _print_edges(console, result.callees, caller_side=False)
     if result.note:
         console.print(f"note: {result.note}", style="dim", markup=False)
 
 
-def _print_edge(console: Console, e: CallEdge, *, caller_side: bool) -> None:
-    indent = "  " * e.depth
-    if caller_side:
-        name = e.caller.symbol_path or e.caller.path
-    elif e.callee is not None:
-        name = e.callee.symbol_path
-    else:
-        name = short_callee(e.callee_text)
-    detail = e.confidence if e.reason is None else f"{e.confidence}, {e.reason}"
-    if e.reason == "ambiguous":
-        detail += f" among {len(e.candidates)}"
-    if e.external:
-        detail += f": {e.external}"
-    where = f"{_escape(e.path)}:{e.line}  ({_escape(detail)})"
-    console.print(f"{indent}{_escape(name)}  [dim]{where}[/]")
+def _print_edges(console: Console, edges: Sequence[CallEdge], *, caller_side: bool) -> None:
+    """One row per caller (or callee) and file, with the lines of all its calls: a test
+    that calls a function seven times is one row, not seven."""
+    rows: list[tuple[str, str, str, list[int]]] = []
+    for e in edges:
+        indent = "  " * e.depth
+        if caller_side:
+            name = e.caller.symbol_path or e.caller.path
+        elif e.callee is not None:
+            name = e.callee.symbol_path
+        else:
+            name = short_callee(e.callee_text)
+        detail = e.confidence if e.reason is None else f"{e.confidence}, {e.reason}"
+        if e.reason == "ambiguous":
+            detail += f" among {len(e.candidates)}"
+        if e.external:
+            detail += f": {e.external}"
+        row = (f"{indent}{name}", e.path, detail)
+        if rows and rows[-1][:3] == row:
+            rows[-1][3].append(e.line)
+        else:
+            rows.append((*row, [e.line]))
+    for name, path, detail, lines in rows:
+        where = f"{_escape(path)}:{', '.join(map(str, lines))}  ({_escape(detail)})"
+        console.print(f"{_escape(name)}  [dim]{where}[/]")
 
 
 def _path(args: argparse.Namespace) -> int:

@@ -28,9 +28,9 @@ Why it works the way it does:
   polling, with a warning saying so and how to raise the limit. Watchdog 7 raises that
   error for the root alone and swallows it for the folders below, so after starting, its
   watch table is compared with the folders it was to watch, and later with each folder made
-  while watching (before the update of its burst, which is then a full one). Polling uses ``lstat`` (a
-  symlink to a parent folder must not make the tree endless) and skips ignored folders,
-  git internals that cannot switch the view, and the index's own folder. When the
+  while watching (before the update of its burst, which is then a full one). Polling uses
+  ``lstat`` (a symlink to a parent folder must not make the tree endless) and skips ignored
+  folders, git internals that cannot switch the view, and the index's own folder. When the
   kernel's event queue overflows (a flood of events, mostly under ``.git/objects`` during
   a rebase), events are lost: watchdog 6 and later log that, and the next update is then a
   full one.

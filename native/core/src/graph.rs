@@ -571,13 +571,16 @@ impl Graph {
         edges
     }
 
-    /// Edges reaching `node` (ids): resolved, inferred, then ambiguous ones that may.
+    /// Edges reaching `node` (ids): resolved, inferred, then ambiguous ones that may; at
+    /// each, callers in source code before tests.
     #[must_use]
     pub fn callers(&self, node: u32) -> Vec<u32> {
         let mut edges = self.into[node as usize].clone();
-        edges.sort_by_key(|&e| {
+        edges.sort_by_cached_key(|&e| {
             let e = &self.edges[e as usize];
-            (e.confidence, self.path_of(e.from), e.line)
+            let from = &self.nodes[e.from as usize];
+            let test = self.files[from.file as usize].test || is_test_scope(&from.local_path);
+            (e.confidence, test, self.path_of(e.from), e.line)
         });
         edges
     }
