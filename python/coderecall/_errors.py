@@ -34,8 +34,10 @@ HTTP library's exceptions (which hold the request and its headers).
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+from typing import ClassVar
 
 from ._native import CancelledError, Error, IndexCorruptError, ModelError, StoreError
 
@@ -91,42 +93,38 @@ class RootRefusedError(Error):
         self.root = root
 
 
-class RootNotFoundError(RootRefusedError, FileNotFoundError):
+class _RootOSError(RootRefusedError, OSError):
+    """A root that is no folder, which is also the standard OSError of its ``errno``:
+    ``filename`` is the path as given, ``root`` the path (``filename`` by default)."""
+
+    _errno: ClassVar[int]
+
+    def __init__(
+        self,
+        message: str,
+        filename: str | os.PathLike[str] | None = None,
+        *,
+        root: str | os.PathLike[str] | None = None,
+    ) -> None:
+        _os_error(self, self._errno, message, filename)
+        self.root = Path(root if root is not None else filename or "")
+
+
+class RootNotFoundError(_RootOSError, FileNotFoundError):
     """The root folder does not exist, or was deleted or moved away while it was watched.
 
-    Also a ``FileNotFoundError`` (``errno`` is ``ENOENT``); ``root`` is the path.
-    ``force=True`` does not help: there is nothing to index.
+    Also a ``FileNotFoundError`` (``errno`` is ``ENOENT``). ``force=True`` does not help:
+    there is nothing to index.
     """
 
-    def __init__(
-        self,
-        code: int,
-        message: str,
-        filename: str | os.PathLike[str] | None = None,
-        *,
-        root: str | os.PathLike[str] | None = None,
-    ) -> None:
-        _os_error(self, FileNotFoundError, code, message, filename)
-        self.root = Path(root if root is not None else filename or "")
+    _errno = errno.ENOENT
 
 
-class RootNotADirectoryError(RootRefusedError, NotADirectoryError):
-    """The root is a file, not a folder.
+class RootNotADirectoryError(_RootOSError, NotADirectoryError):
+    """The root is a file, not a folder. Also a ``NotADirectoryError`` (``errno`` is
+    ``ENOTDIR``)."""
 
-    Also a ``NotADirectoryError`` (``errno`` is ``ENOTDIR``, ``filename`` the path as given);
-    ``root`` is the path.
-    """
-
-    def __init__(
-        self,
-        code: int,
-        message: str,
-        filename: str | os.PathLike[str] | None = None,
-        *,
-        root: str | os.PathLike[str] | None = None,
-    ) -> None:
-        _os_error(self, NotADirectoryError, code, message, filename)
-        self.root = Path(root if root is not None else filename or "")
+    _errno = errno.ENOTDIR
 
 
 class IndexDirError(StoreError, OSError):
@@ -139,21 +137,17 @@ class IndexDirError(StoreError, OSError):
     def __init__(
         self, code: int, message: str, filename: str | os.PathLike[str] | None = None
     ) -> None:
-        _os_error(self, OSError, code, message, filename)
+        _os_error(self, code, message, filename)
 
 
 def _os_error(
-    error: OSError,
-    base: type[OSError],
-    code: int,
-    message: str,
-    filename: str | os.PathLike[str] | None,
+    error: OSError, code: int, message: str, filename: str | os.PathLike[str] | None
 ) -> None:
-    """Sets ``errno``, ``strerror`` and ``filename`` as ``base`` would for ``error``."""
+    """Sets ``errno``, ``strerror`` and ``filename`` of ``error``, as OSError does."""
     if filename is None:
-        base.__init__(error, code, message)
+        OSError.__init__(error, code, message)
     else:
-        base.__init__(error, code, message, os.fspath(filename))
+        OSError.__init__(error, code, message, os.fspath(filename))
 
 
 class IndexBusyError(Error):

@@ -55,7 +55,6 @@ from ._native import NativeIndex
 from ._paths import LOCAL_INDEX_DIR, check_root, find_index_dir
 from ._progress import ProgressCallback, progress_reporter
 from ._results import (
-    CHUNK_KINDS,
     EmbeddingEstimate,
     HealthReport,
     IndexMetrics,
@@ -155,17 +154,8 @@ class CodeIndex:
         if not resolved.is_dir():
             # coderecall errors that are also the standard ones (FileNotFoundError,
             # NotADirectoryError), so both kinds of `except` catch them.
-            if resolved.exists():
-                raise RootNotADirectoryError(
-                    errno.ENOTDIR,
-                    f"{os.strerror(errno.ENOTDIR)} (the root must be a directory)",
-                    str(path),
-                )
-            raise RootNotFoundError(
-                errno.ENOENT,
-                f"{os.strerror(errno.ENOENT)} (the root must be a directory)",
-                str(path),
-            )
+            error = RootNotADirectoryError if resolved.exists() else RootNotFoundError
+            raise error(f"{os.strerror(error._errno)} (the root must be a directory)", str(path))
         if not is_storable(str(resolved)):
             raise RootRefusedError(
                 f"the root {scrub(str(resolved))} has a name that is not valid UTF-8; the index "
@@ -732,7 +722,7 @@ class CodeIndex:
                     self._drop_engine(choice)
                 hits = run(True)
         except ValueError as exc:  # the core names an unknown language, kind or path
-            raise QueryError(_with_choices(str(exc))) from None
+            raise QueryError(str(exc)) from None
         return [
             SearchHit(
                 path=hit["path"],
@@ -1059,13 +1049,6 @@ def _lowered(value: str | Sequence[str] | None) -> list[str] | None:
     """Language and kind names are lower-case in the index."""
     names = [name.strip().lower() for name in _as_list(value)]
     return names or None
-
-
-def _with_choices(message: str) -> str:
-    """The core's message for a bad filter, with the values that would have been valid."""
-    if message.startswith("unknown chunk kind"):
-        return f"{message}; kinds: {', '.join(CHUNK_KINDS)}"
-    return message
 
 
 def _recorded_embedding(native: NativeIndex) -> dict[str, object]:

@@ -9,33 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "CHUNK_KINDS",
-    "EmbeddingEstimate",
-    "HealthReport",
-    "IndexReport",
-    "IndexStatus",
-    "SearchHit",
-]
-
-CHUNK_KINDS = (
-    "function",
-    "method",
-    "class",
-    "interface",
-    "struct",
-    "enum",
-    "trait",
-    "impl",
-    "module",
-    "type",
-    "macro",
-    "constant",
-    "code",
-    "section",
-    "text",
-)
-"""Every kind a chunk can have (the core's ``ChunkKind``), as ``kind=`` filters take them."""
+__all__ = ["EmbeddingEstimate", "HealthReport", "IndexReport", "IndexStatus", "SearchHit"]
 
 
 def counted(n: int, noun: str) -> str:

@@ -697,7 +697,6 @@ class Watcher:
             if (root.st_dev, root.st_ino) == self._root_id:
                 return False
         exc = RootNotFoundError(
-            errno.ENOENT,
             f"the root {self._root} was deleted or moved; watching stopped",
             root=self._root,
         )

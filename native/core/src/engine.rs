@@ -314,15 +314,6 @@ impl Lexical {
     fn restricted(req: &SearchRequest) -> bool {
         !(req.languages.is_empty() && req.directories.is_empty() && req.kinds.is_empty())
     }
-
-    /// Whether some indexed path holds `text` (any case, `\` read as `/`), as a path query's
-    /// boost looks for it.
-    fn holds_path(&self, text: &str) -> bool {
-        let text = text.to_lowercase().replace('\\', "/");
-        self.paths
-            .values()
-            .any(|p| p.path.to_lowercase().contains(&text))
-    }
 }
 
 fn only_lexical(candidates: Vec<(u64, f32)>) -> Vec<(u64, f32, Channels)> {
@@ -1336,7 +1327,7 @@ impl Engine {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let lx = &*lexical;
         // `Context.JSON` or `App\Http\Kernel` is a file name only if a file is so named.
-        if query.may_name_code() && !lx.holds_path(&query.raw) {
+        if query.may_name_code() && !lx.paths.values().any(|p| query.names_path(&p.path)) {
             query = query.as_identifier();
         }
         let allowed = |key: u64| lx.allows(req, key);

@@ -59,6 +59,8 @@ pub struct Query {
     pub wants_tests: bool,
     pub wants_docs: bool,
     pub wants_vendored: bool,
+    /// `raw` as paths are matched: lower case, `/` for `\\`, no leading `./`.
+    path_text: String,
 }
 
 impl Query {
@@ -85,12 +87,7 @@ impl Query {
     /// Whether a path query names `path` (holds it, any case, `\\` read as `/`).
     #[must_use]
     pub fn names_path(&self, path: &str) -> bool {
-        let q = self
-            .raw
-            .trim_start_matches("./")
-            .to_lowercase()
-            .replace('\\', "/");
-        path.to_lowercase().contains(&q)
+        path.to_lowercase().contains(&self.path_text)
     }
 
     /// The same query read as a qualified identifier (when no indexed path holds it, see
@@ -156,6 +153,10 @@ impl Query {
                 "changelog",
             ]),
             wants_vendored: has(&["vendor", "vendored", "third_party", "node_modules"]),
+            path_text: raw
+                .trim_start_matches("./")
+                .to_lowercase()
+                .replace('\\', "/"),
         }
     }
 }

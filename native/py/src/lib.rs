@@ -95,13 +95,23 @@ fn request(
     Ok(SearchRequest {
         query,
         limit,
-        languages: parse_names(languages, "language", Language::from_name)?,
+        languages: parse_names(
+            languages,
+            "language",
+            Language::all().iter().map(|l| l.name()),
+            Language::from_name,
+        )?,
         directories: directories
             .unwrap_or_default()
             .into_iter()
             .map(|d| d.trim_matches('/').to_owned())
             .collect(),
-        kinds: parse_names(kinds, "chunk kind", ChunkKind::from_name)?,
+        kinds: parse_names(
+            kinds,
+            "chunk kind",
+            ChunkKind::ALL.iter().map(|k| k.name()),
+            ChunkKind::from_name,
+        )?,
         per_file,
         with_content,
         lexical_only,
@@ -116,15 +126,22 @@ fn hit_list<'py>(py: Python<'py>, hits: &[Hit]) -> PyResult<Bound<'py, PyList>> 
     Ok(out)
 }
 
+/// Each name parsed; an unknown one is a ValueError that lists the valid `choices`.
 fn parse_names<T>(
     names: Option<Vec<String>>,
     what: &str,
+    choices: impl Iterator<Item = &'static str> + Clone,
     parse: impl Fn(&str) -> Option<T>,
 ) -> PyResult<Vec<T>> {
     names
         .unwrap_or_default()
         .iter()
-        .map(|n| parse(n).ok_or_else(|| PyValueError::new_err(format!("unknown {what} {n:?}"))))
+        .map(|n| {
+            parse(n).ok_or_else(|| {
+                let valid: Vec<&str> = choices.clone().collect();
+                PyValueError::new_err(format!("unknown {what} {n:?}; valid: {}", valid.join(", ")))
+            })
+        })
         .collect()
 }
 
