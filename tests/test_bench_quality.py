@@ -21,6 +21,7 @@ from benches.quality.metrics import (
 from benches.quality.queries import (
     DECLARATION,
     DOC,
+    MESSAGE,
     QUESTION,
     SourceFile,
     blank,
@@ -30,8 +31,10 @@ from benches.quality.queries import (
     first_sentence,
     is_good_sentence,
     is_target_path,
+    message_text,
     question_queries,
     sample_doc,
+    sample_message,
     sample_symbol,
 )
 from benches.quality.report import split
@@ -295,6 +298,65 @@ def test_sampling_is_deterministic_and_skips_tests() -> None:
     assert "send" not in texts  # defined in many files: no single answer
 
 
+def test_message_text_keeps_what_a_person_reads() -> None:
+    assert message_text("could not parse query '%s': unexpected token at '%s'") == (
+        "could not parse query ' ': unexpected token at ' '"
+    )
+    assert message_text("Generated table #%llu@%d: %lld keys") is None  # two lowercase words
+    assert message_text("Moved #%lld to level-%d %lld bytes %s") is None
+    assert message_text("failed to open {path} for {mode}: {err}\\n") == "failed to open for"
+    assert message_text("value {} is out of range for {:?}") == "value is out of range for"
+    assert message_text("see https://example.com for the list of options") is None
+    assert message_text("<div class='x'>some html text here</div>") is None
+    assert message_text("BerkeleyMono, MonoLisa, ui-monospace") is None
+    assert message_text("not a message") is None  # three words
+
+
+def test_message_queries_name_one_place_that_writes_them() -> None:
+    files = [
+        SourceFile(
+            "src/conn.py",
+            "python",
+            textwrap.dedent(
+                """\
+                def connect(url):
+                    if not url:
+                        raise ValueError("URL must be specified to connect")
+                    log.info('Connecting to %s with a timeout of %d seconds', url, 5)
+                    return "it's done"
+                """
+            ),
+        ),
+        SourceFile(
+            "src/other.go",
+            "go",
+            'package x\nfunc f() error { return errors.New("the pool has been closed already") }\n'
+            'func g() error { return errors.New("written in two places at once") }\n',
+        ),
+        SourceFile(
+            "src/again.go",
+            "go",
+            'package x\nfunc h() error { return errors.New("written in two places at once") }\n',
+        ),
+        SourceFile(
+            "tests/test_conn.py",
+            "python",
+            'def test_it():\n    assert str(err) == "raised by the test only here"\n',
+        ),
+    ]
+    queries, candidates = sample_message("demo", files, 10, seed=7)
+    assert queries == sample_message("demo", files, 10, seed=7)[0]
+    assert candidates == 3
+    found = {(q.path, q.ranges, q.text) for q in queries}
+    assert found == {
+        ("src/conn.py", ((3, 3),), "URL must be specified to connect"),
+        ("src/conn.py", ((4, 4),), "Connecting to with a timeout of seconds"),
+        ("src/other.go", ((2, 2),), "the pool has been closed already"),
+    }
+    assert all(q.family == MESSAGE for q in queries)
+    assert len(sample_message("demo", files, 2, seed=7)[0]) == 2
+
+
 def test_declaration_queries_write_plain_names_as_their_language_declares_them() -> None:
     symbols, _ = sample_symbol("demo", _files(), 100, seed=7)
     declared = declaration_queries(symbols)
@@ -334,10 +396,11 @@ def test_question_queries_ask_for_the_doc_queries_targets() -> None:
 
 
 def test_an_ablation_turns_rules_off_or_sets_them() -> None:
-    known = {"exact_case": 1.1, "neighbours": 0.3, "test": 0.5}
-    assert _weight_changes("exact_case+neighbours", known) == {
+    known = {"exact_case": 1.1, "neighbours": 0.3, "test": 0.5, "phrase": 1.0}
+    assert _weight_changes("exact_case+neighbours+phrase", known) == {
         "exact_case": 1.0,
         "neighbours": 0.0,
+        "phrase": 0.0,
     }
     assert _weight_changes("exact_case=2+test", known) == {"exact_case": 2.0, "test": 1.0}
     with pytest.raises(BenchError, match="unknown ranking rule 'nope'"):

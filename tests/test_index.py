@@ -287,6 +287,39 @@ def test_a_path_shows_the_file_from_its_opening(make_repo: MakeRepo) -> None:
     assert [hit.start_line for hit in hits] == sorted(hit.start_line for hit in hits)
 
 
+def test_a_pasted_message_finds_the_line_that_writes_it(make_repo: MakeRepo) -> None:
+    """An error message as an agent pastes it from a log, values filled in: the function
+    that writes it comes first, over one dense in the message's words (BM25F weighs the
+    words apart) and over comments and documents that repeat the message."""
+    dense = "".join(
+        f"    # unexpected token {k}: could not parse, not a query; parse query token at {k}\n"
+        f"    token_{k} = parse_query(query, token_{k - 1})\n"
+        for k in range(1, 8)
+    )
+    root = make_repo(
+        {
+            "lexer.py": f"def tokens(query, token_0):\n{dense}    return token_7\n",
+            "parser.py": "def parse(query):\n"
+            "    tree = build(query)\n"
+            + "".join(f"    step_{k} = shape(tree, {k})\n" for k in range(20))
+            + "    if tree is None:\n"
+            "        raise ValueError(\n"
+            "            \"Could not parse query '%s': unexpected token at '%s'\" % (query, tree)\n"
+            "        )\n"
+            "    return tree\n",
+            "notes.md": "# Errors\n\nCould not parse query: unexpected token at the start. "
+            "The query parser says which token it could not parse.\n",
+        }
+    )
+    pasted = "Could not parse query 'div > p[': unexpected token at '['"
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        hits = index.search(pasted)
+        assert hits[0].path == "parser.py", [(h.path, h.start_line) for h in hits]
+        # Without the rule, the words alone rank the dense function first.
+        index._open().set_weights({"phrase": 0.0})
+        assert index.search(pasted)[0].path != "parser.py"
+
+
 def test_a_name_finds_a_long_function_once(make_repo: MakeRepo) -> None:
     """A function long enough to be cut into windows is one answer to its name, not a page
     of its pieces: its callers come next, its other windows after them."""

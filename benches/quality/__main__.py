@@ -1,7 +1,7 @@
 """Retrieval quality of coderecall against BM25 windows and ripgrep on pinned corpora.
 
     python -m benches.quality [--quick] [--projects a,b] [--json]
-                              [--family doc|question|symbol|declaration]
+                              [--family doc|question|symbol|declaration|message]
                               [--ablate RULE[,RULE+RULE...]] [--cap N] [--seed N] [--cache DIR]
 
 Prints markdown tables (or JSON with ``--json``); progress goes to stderr. Exit 0 on success,
@@ -37,6 +37,7 @@ from benches.quality.queries import (
     DECLARATION,
     DOC,
     FAMILIES,
+    MESSAGE,
     QUESTION,
     SYMBOL,
     DocTarget,
@@ -45,6 +46,7 @@ from benches.quality.queries import (
     make_copy,
     question_queries,
     sample_doc,
+    sample_message,
     sample_symbol,
     source_files,
 )
@@ -225,6 +227,16 @@ def run_project(
         if QUESTION in families:
             queries += question_queries(name, doc, args.seed)
             info.candidates[QUESTION] = candidates
+    if MESSAGE in families:
+        blanked = {
+            (rel, line)
+            for rel, targets in edits.items()
+            for t in targets
+            for line in range(t.doc_start, t.doc_start + len(t.replacement))
+        }
+        message, candidates = sample_message(name, files, args.cap, args.seed)
+        queries += [q for q in message if (q.path, q.ranges[0][0]) not in blanked]
+        info.candidates[MESSAGE] = candidates
     if SYMBOL in families or DECLARATION in families:
         symbol, candidates = sample_symbol(name, files, args.cap, args.seed)
         if SYMBOL in families:
@@ -386,9 +398,9 @@ def evaluate(
     return records
 
 
-#: Ranking rules that 0 turns off: the additive neighbours' share, and the per-file cap's
-#: overflow factor (0: the cap drops what lies past it).
-OFF_AT_ZERO = frozenset({"neighbours", "per_file_overflow"})
+#: Ranking rules that 0 turns off: the additive neighbours' share, the phrase rule (1 + weight x
+#: share), and the per-file cap's overflow factor (0: the cap drops what lies past it).
+OFF_AT_ZERO = frozenset({"neighbours", "per_file_overflow", "phrase"})
 
 
 def run_ablations(

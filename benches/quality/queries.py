@@ -27,12 +27,14 @@ DOC = "doc"
 SYMBOL = "symbol"
 DECLARATION = "declaration"
 QUESTION = "question"
-FAMILIES = (DOC, QUESTION, SYMBOL, DECLARATION)
+MESSAGE = "message"
+FAMILIES = (DOC, QUESTION, SYMBOL, DECLARATION, MESSAGE)
 FAMILY_NAMES = {
     DOC: "doc-to-code",
     QUESTION: "doc as a question",
     SYMBOL: "symbol",
     DECLARATION: "declaration",
+    MESSAGE: "message",
 }
 
 MIN_WORDS = 6
@@ -552,6 +554,66 @@ def question_queries(project: str, docs: Sequence[Query], seed: int) -> list[Que
         text = rng.choice(_QUESTIONS).format(sentence)
         out.append(replace(query, family=QUESTION, text=text))
     return out
+
+
+# A one-line string literal in double or single quotes, not part of a triple-quoted one.
+_LITERAL = re.compile(
+    r"""(?<!["'\\])"((?:[^"\\\n]|\\.){12,200})"(?!["'])|(?<![\w"'\\])'((?:[^'\\\n]|\\.){12,200})'(?![\w"'])"""
+)
+# printf, Python/Rust/Java format fields, Ruby and shell interpolation, escapes.
+_PLACEHOLDER = re.compile(
+    r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|z|j|t|q)?[a-zA-Z]"
+    r"|\$?\{[^{}]*\}|#\{[^{}]*\}|\\[nrt0]|\\x[0-9a-fA-F]{2}"
+)
+_COMMENT_LINE = re.compile(r"^\s*(//|#|\*|/\*|--|;|<!--)")
+_MESSAGE_WORD = re.compile(r"\b[a-z]{2,}\b")
+_NOT_A_MESSAGE = re.compile(r"://|[/\\<>=;{}`|]|\.\w+\(|^\W")
+MESSAGE_WORDS = 4
+
+
+def message_text(literal: str) -> str | None:
+    """The words of a string literal as its program would print them (format fields and
+    escapes dropped), or ``None`` when the literal is not a message a person reads: fewer
+    than four lowercase words (a list of names, a format string of fields alone), a path,
+    markup or code.
+    """
+    text = " ".join(_PLACEHOLDER.sub(" ", literal).split()).strip(" :,-")
+    if _NOT_A_MESSAGE.search(text) or len(_MESSAGE_WORD.findall(text)) < MESSAGE_WORDS:
+        return None
+    letters = sum(ch.isalpha() or ch.isspace() for ch in text)
+    return text if letters >= 0.85 * len(text) else None
+
+
+def sample_message(
+    project: str, files: Sequence[SourceFile], cap: int, seed: int
+) -> tuple[list[Query], int]:
+    """Up to ``cap`` message queries and the candidate count: the text of a string literal an
+    agent would paste from a log or an error (``could not parse query``), the target the line
+    that writes it. A message written in more than one place (every file counts, tests
+    included) is skipped: it could not name one answer.
+    """
+    # Each message's places: (file, line, text); line 0 for a file that is never an answer.
+    found: defaultdict[str, list[tuple[SourceFile, int, str]]] = defaultdict(list)
+    for source in files:
+        target_file = is_target_path(source.path) and not is_generated(source.text)
+        for number, line in enumerate(source.text.splitlines(), 1):
+            if _COMMENT_LINE.match(line) or ('"' not in line and "'" not in line):
+                continue
+            for match in _LITERAL.finditer(line):
+                text = message_text(match.group(1) or match.group(2))
+                if text is not None:
+                    found[text.lower()].append((source, number if target_file else 0, text))
+    candidates = sorted(
+        (places[0][0].path, places[0][1], places[0][2], places[0][0].language)
+        for places in found.values()
+        if len(places) == 1 and places[0][1] > 0
+    )
+    chosen = sorted(_rng(seed, project, MESSAGE).sample(candidates, min(cap, len(candidates))))
+    queries = [
+        Query(project, language, MESSAGE, text, path, ((number, number),), "")
+        for path, number, text, language in chosen
+    ]
+    return queries, len(candidates)
 
 
 # --- the blanked copy -------------------------------------------------------------------------

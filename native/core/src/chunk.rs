@@ -573,10 +573,7 @@ fn line_text<'a>(source: &'a str, starts: &[usize], row: usize) -> &'a str {
 }
 
 fn memchr_newlines(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    bytes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, &b)| (b == b'\n').then_some(i))
+    memchr::memchr_iter(b'\n', bytes)
 }
 
 /// A definition in the nesting forest. Rows are 0-based; `hi` is exclusive.

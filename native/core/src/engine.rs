@@ -24,8 +24,8 @@ use crate::graph::Graph;
 use crate::hash::{IntMap, file_hash};
 use crate::lang::{Language, module_path};
 use crate::rank::{
-    Candidate, PathClass, Query, QueryClass, Weights, classify_path, diversify, fingerprints,
-    inherit_from_neighbours, is_test_scope, score,
+    Candidate, PHRASE_RUN, PathClass, Query, QueryClass, Weights, classify_path, diversify,
+    fingerprints, inherit_from_neighbours, is_test_scope, phrase_factor, score,
 };
 use crate::store::{
     Changes, FileVersion, GcStats, SkippedFile, Store, ViewCounts, ViewEntry, ViewUpdate,
@@ -66,6 +66,11 @@ const _: () = assert!(UPDATE_BATCH_BYTES >= DICTIONARY_MIN_BATCH as i64);
 /// neighbours, so a pool that grew with the limit would reorder them, and `limit = 3` would
 /// not be the first three of `limit = 20`.
 const MIN_CANDIDATES: usize = 200;
+/// Plain-language candidates whose text the phrase rule reads: the writer of a pasted
+/// message is seldom far down when its words are rare, and each read decompresses a chunk.
+const PHRASE_CANDIDATES: usize = 15;
+/// The phrase rule reads no chunk that could not pass the one at this rank.
+const PHRASE_FLOOR_RANK: usize = 10;
 /// Fewer for identifier queries: the chunks defining the name compete whatever their rank,
 /// and past the first hundred nothing reaches the top ten (1,740 symbol queries of the
 /// quality benchmark rank identically with 100 and 200; sentences lose at 100).
@@ -1380,12 +1385,61 @@ impl Engine {
                 weights.neighbours,
             );
         }
+        if query.class == QueryClass::NaturalLanguage {
+            self.raise_phrases(&mut scored, lx, &query, &weights)?;
+        }
         if query.class == QueryClass::Path {
             in_file_order(&mut scored, lx, &query);
         }
         let units = query.class == QueryClass::Identifier;
         let ranked = per_file_cap(scored, req, &weights, lx, units);
         self.hits(lx, ranked, req.with_content, Some(&query))
+    }
+
+    /// The phrase rule ([`phrase_factor`]) for the best [`PHRASE_CANDIDATES`] of `scored`:
+    /// only a chunk's text shows its word order, and reading it costs a decompression.
+    fn raise_phrases(
+        &self,
+        scored: &mut [(f32, (u64, Channels))],
+        lx: &Lexical,
+        query: &Query,
+        weights: &Weights,
+    ) -> Result<()> {
+        let weight = weights.phrase;
+        if query.phrase.len() < PHRASE_RUN || weight <= 0.0 {
+            return Ok(());
+        }
+        let n = scored.len().min(PHRASE_CANDIDATES);
+        if n < scored.len() {
+            scored.select_nth_unstable_by(n, |a, b| b.0.total_cmp(&a.0));
+        }
+        scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+        // A chunk whose score, raised as far as the rule goes, stays below the tenth cannot
+        // reach the first results: its text is not read.
+        let floor = scored[..n]
+            .get(PHRASE_FLOOR_RANK - 1)
+            .map_or(0.0, |(s, _)| *s / (1.0 + weight));
+        let mut wanted: Vec<(i64, (u32, u32), usize)> = scored[..n]
+            .iter()
+            .enumerate()
+            .filter(|(_, (s, _))| *s >= floor)
+            .filter_map(|(i, (_, (key, _)))| {
+                let path = lx.paths.get(&path_id_of(*key))?;
+                let doc = lx.docs.get(key)?;
+                Some((path.file_hash, (doc.start_line, doc.end_line), i))
+            })
+            .collect();
+        // One read per file: the candidates are often several chunks of one file.
+        wanted.sort_unstable();
+        let reader = Self::lock(&self.reader);
+        for file in wanted.chunk_by(|a, b| a.0 == b.0) {
+            let ranges: Vec<(u32, u32)> = file.iter().map(|w| w.1).collect();
+            let texts = reader.version_lines(file[0].0, &ranges)?;
+            for (&(_, _, i), text) in file.iter().zip(&texts) {
+                scored[i].0 *= phrase_factor(&query.phrase, text, weight, weights.phrase_share);
+            }
+        }
+        Ok(())
     }
 
     /// Hits for ranked `(score, (document key, channels))`, with their text if asked. For

@@ -59,6 +59,8 @@ pub struct Query {
     pub wants_tests: bool,
     pub wants_docs: bool,
     pub wants_vendored: bool,
+    /// For plain-language queries: [`phrase_words`] of the body, for the phrase rule.
+    pub phrase: Vec<u64>,
     /// `raw` as paths are matched: lower case, `/` for `\\`, no leading `./`.
     path_text: String,
 }
@@ -153,6 +155,11 @@ impl Query {
                 "changelog",
             ]),
             wants_vendored: has(&["vendor", "vendored", "third_party", "node_modules"]),
+            phrase: if class == QueryClass::NaturalLanguage {
+                phrase_words(body)
+            } else {
+                Vec::new()
+            },
             path_text: raw
                 .trim_start_matches("./")
                 .to_lowercase()
@@ -525,6 +532,13 @@ pub struct Weights {
     /// Factor for each result of a file past the per-file cap, compounded (0: the cap
     /// drops them).
     pub per_file_overflow: f32,
+    /// Up to this much more as a plain-language query's words stand in the chunk as one
+    /// run, in order (a pasted error message, a log line, a sentence of the docs): BM25F
+    /// weighs words apart, so a chunk dense in a message's words outranks the one that
+    /// writes the message.
+    pub phrase: f32,
+    /// The least [`phrase_share`] the phrase rule raises a chunk for.
+    pub phrase_share: f32,
 }
 
 impl Default for Weights {
@@ -549,13 +563,15 @@ impl Default for Weights {
             docs: 0.6,
             neighbours: 0.3,
             per_file_overflow: 0.8,
+            phrase: 1.0,
+            phrase_share: 0.5,
         }
     }
 }
 
 impl Weights {
     /// Names of the factors, as used by [`Weights::get`] and [`Weights::set`].
-    pub const NAMES: [&'static str; 19] = [
+    pub const NAMES: [&'static str; 21] = [
         "exact_symbol",
         "exact_qualified",
         "exact_name",
@@ -575,6 +591,8 @@ impl Weights {
         "docs",
         "neighbours",
         "per_file_overflow",
+        "phrase",
+        "phrase_share",
     ];
 
     fn slot(&mut self, name: &str) -> Option<&mut f32> {
@@ -598,6 +616,8 @@ impl Weights {
             "docs" => &mut self.docs,
             "neighbours" => &mut self.neighbours,
             "per_file_overflow" => &mut self.per_file_overflow,
+            "phrase" => &mut self.phrase,
+            "phrase_share" => &mut self.phrase_share,
             _ => return None,
         })
     }
@@ -899,6 +919,133 @@ pub fn inherit_from_neighbours<T>(
             .fold(0.0, f32::max);
         *s += share * best;
     }
+}
+
+/// Fewest words a run must have for the phrase rule: two words in a row are common.
+pub const PHRASE_RUN: usize = 3;
+
+/// The words of `text` as phrases are compared: runs of ASCII letters and digits and of
+/// other bytes above ASCII, ASCII letters lower-cased, hashed (`Could not parse query '%s'`
+/// and `"could not parse query " + q` give the same first four). Byte by byte, without
+/// decoding: the rule reads up to fifteen chunks per query.
+fn for_each_phrase_word(text: &[u8], mut f: impl FnMut(u64)) {
+    // FNV-1a over the word's lower-cased bytes; 0 marks "no word open".
+    const BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0100_0000_01b3;
+    let mut hash = 0u64;
+    for &b in text {
+        if b.is_ascii_alphanumeric() || b >= 0x80 {
+            let h = if hash == 0 { BASIS } else { hash };
+            hash = (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(PRIME) | 1;
+        } else if hash != 0 {
+            f(hash);
+            hash = 0;
+        }
+    }
+    if hash != 0 {
+        f(hash);
+    }
+}
+
+/// [`for_each_phrase_word`] of the string literals of `text`, as quotes on one line delimit
+/// them: what a program writes out is in its literals, and a sentence that describes code
+/// also stands in comments and documents, where the phrase rule would lift copies over the
+/// code. An apostrophe between letters (`isn't`) opens nothing, and triple-quoted strings
+/// (Python's docstrings) are skipped whole.
+fn for_each_quoted_word(text: &str, mut f: impl FnMut(u64)) {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(found) = memchr::memchr3(b'"', b'\'', b'`', &bytes[at..]) {
+        let open = at + found;
+        let quote = bytes[open];
+        at = open + 1;
+        let in_word = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_alphabetic);
+        if quote == b'\'' && open > 0 && in_word(open - 1) && in_word(open + 1) {
+            continue;
+        }
+        // A triple-quoted string is a docstring or a block of text, not a message: skipped.
+        let triple = [quote; 3];
+        if bytes[open..].starts_with(&triple) {
+            at = memchr::memmem::find(&bytes[open + 3..], &triple)
+                .map_or(bytes.len(), |end| open + 3 + end + 3);
+            continue;
+        }
+        // The literal ends at its unescaped closing quote or at the line's end.
+        let mut end = at;
+        while end < bytes.len() && bytes[end] != b'\n' {
+            if bytes[end] == quote && bytes[end - 1] != b'\\' {
+                break;
+            }
+            end += 1;
+        }
+        for_each_phrase_word(&bytes[at..end], &mut f);
+        at = (end + 1).min(bytes.len());
+    }
+}
+
+/// [`for_each_phrase_word`] of `text`, collected.
+#[must_use]
+pub fn phrase_words(text: &str) -> Vec<u64> {
+    let mut words = Vec::new();
+    for_each_phrase_word(text.as_bytes(), |w| words.push(w));
+    words
+}
+
+/// The share of `query`'s words that stand in the string literals of `text` within a run of
+/// [`PHRASE_RUN`] or more consecutive query words in the same order. A message written with values in it
+/// (`could not parse query 'div[': unexpected token`) is a few such runs.
+#[must_use]
+pub fn phrase_share(query: &[u64], text: &str) -> f32 {
+    if query.len() < PHRASE_RUN {
+        return 0.0;
+    }
+    // One bit per query word (by hash) lets most words of the text skip the programme.
+    let mask = query.iter().fold(0u64, |m, &w| m | 1 << (w % 64));
+    // One row of the dynamic programme: run[j + 1] is the run ending at query word j.
+    let mut run = vec![0usize; query.len() + 1];
+    let mut covered = vec![false; query.len()];
+    let mut open = false;
+    for_each_quoted_word(text, |word| {
+        if mask & (1 << (word % 64)) == 0 {
+            if open {
+                run.fill(0);
+                open = false;
+            }
+            return;
+        }
+        for j in (0..query.len()).rev() {
+            run[j + 1] = if query[j] == word { run[j] + 1 } else { 0 };
+            let length = run[j + 1];
+            if length >= PHRASE_RUN {
+                // A run reaching the minimum covers its earlier words too.
+                let from = if length == PHRASE_RUN {
+                    j + 1 - PHRASE_RUN
+                } else {
+                    j
+                };
+                covered[from..=j].fill(true);
+            }
+        }
+        open = true;
+    });
+    #[allow(clippy::cast_precision_loss)] // word counts
+    let share = covered.iter().filter(|&&c| c).count() as f32 / query.len() as f32;
+    share
+}
+
+/// The phrase rule's factor for a chunk of `text`: 1 plus `weight` times the
+/// [`phrase_share`], when that share reaches `least` (a sentence that describes code shares
+/// a few words in a row with many comments; a message is most of its words in a row).
+#[must_use]
+pub fn phrase_factor(query: &[u64], text: &str, weight: f32, least: f32) -> f32 {
+    if query.len() < PHRASE_RUN || weight <= 0.0 {
+        return 1.0;
+    }
+    let share = phrase_share(query, text);
+    if share < least.max(f32::MIN_POSITIVE) {
+        return 1.0;
+    }
+    1.0 + weight * share
 }
 
 /// The top `limit`, best first, with each file's results past its `per_file`-th (0 = no
@@ -1441,5 +1588,56 @@ mod tests {
         let ranked = vec![(1.0, "a"), (3.0, "a"), (2.0, "a")];
         let out = diversify(ranked, |p| *p, 0, 0.0, 2);
         assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), [3.0, 2.0]);
+    }
+
+    fn share(query: &str, text: &str) -> f32 {
+        phrase_share(&phrase_words(query), text)
+    }
+
+    #[test]
+    fn phrase_share_counts_runs_inside_string_literals() {
+        let code = r#"Validate.notNull(url, "URL must be specified to connect");"#;
+        assert!((share("URL must be specified to connect", code) - 1.0).abs() < 1e-6);
+        // The same words in a comment, a document or bare code are not a message.
+        let comment = "// URL must be specified to connect\nfn connect() {}";
+        assert!(share("URL must be specified to connect", comment).abs() < 1e-6);
+        // A message written with values is a few runs of three words or more.
+        let printf = r#"throw error("Could not parse query '%s': unexpected token at '%s'", q)"#;
+        let pasted = "Could not parse query 'div[': unexpected token at '['";
+        assert!((share(pasted, printf) - 7.0 / 8.0).abs() < 1e-6);
+        // Words of two literals joined by code continue the run; two words are no run.
+        let joined = r#"log("the pool " + name + " has been closed")"#;
+        assert!((share("the pool has been closed", joined) - 1.0).abs() < 1e-6);
+        assert!(share("has been opened", joined).abs() < 1e-6);
+        assert!(share("the pool", joined).abs() < 1e-6); // under PHRASE_RUN words
+        // An apostrophe inside a word opens no literal; an escaped quote does not close one.
+        let apostrophe = "// isn't a space or tab here\nx = 1";
+        assert!(share("a space or tab", apostrophe).abs() < 1e-6);
+        let escaped = r#"panic!("say \"hello to the world\" twice")"#;
+        assert!((share("hello to the world twice", escaped) - 1.0).abs() < 1e-6);
+        // A literal ends at the line's end when its quote is never closed.
+        let open = "s = 'one two three\nfour five six'";
+        assert!(share("three four five", open).abs() < 1e-6);
+        // A docstring is no message: its words count nowhere, the code after it does.
+        let docstring = "def f():\n    \"\"\"Prepares the given HTTP body data.\n\n    More.\"\"\"\n    raise E('the given HTTP body')";
+        assert!(share("Prepares the given HTTP body data", docstring) < 0.7);
+        assert!(share("Prepares the given", docstring).abs() < 1e-6);
+        assert!((share("the given HTTP body", docstring) - 1.0).abs() < 1e-6);
+        // Case and punctuation do not matter, order does.
+        let upper = r#"msg = "CANNOT SET a request body""#;
+        assert!((share("cannot set a request body", upper) - 1.0).abs() < 1e-6);
+        assert!(share("request body cannot set", upper).abs() < 1e-6);
+    }
+
+    #[test]
+    fn phrase_factor_needs_the_least_share() {
+        let query = phrase_words("the pool has been closed already today");
+        let code = r#"err("the pool has been closed")"#;
+        // 5 of 7 words: raised at a least share of 0.5, not at 0.8.
+        let raised = phrase_factor(&query, code, 1.0, 0.5);
+        assert!((raised - (1.0 + 5.0 / 7.0)).abs() < 1e-6);
+        assert!((phrase_factor(&query, code, 1.0, 0.8) - 1.0).abs() < 1e-6);
+        assert!((phrase_factor(&query, code, 0.0, 0.5) - 1.0).abs() < 1e-6);
+        assert!((phrase_factor(&phrase_words("pool closed"), code, 1.0, 0.0) - 1.0).abs() < 1e-6);
     }
 }

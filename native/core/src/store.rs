@@ -1023,6 +1023,28 @@ impl Store {
         Ok(Some(text))
     }
 
+    /// Lines `start..=end` of a stored file version for each range, from one read of its
+    /// text that decompresses only the blocks from the first range's start to the last end.
+    pub fn version_lines(&self, file_hash: i64, ranges: &[(u32, u32)]) -> Result<Vec<String>> {
+        let (Some(lo), Some(hi)) = (
+            ranges.iter().map(|r| r.0).min(),
+            ranges.iter().map(|r| r.1).max(),
+        ) else {
+            return Ok(Vec::new());
+        };
+        let blob = self.file_blob(file_hash)?;
+        let span = crate::textblob::lines(&blob, lo, hi)
+            .map_err(|reason| self.corrupt(file_hash, &reason))?;
+        let starts = crate::chunk::line_starts(&span);
+        let rel = |line: u32| line.saturating_sub(lo) + 1;
+        Ok(ranges
+            .iter()
+            .map(|&(start, end)| {
+                crate::chunk::lines_text(&span, &starts, rel(start), rel(end)).to_owned()
+            })
+            .collect())
+    }
+
     /// How many lines a stored file version has.
     pub fn file_lines(&self, file_hash: i64) -> Result<u32> {
         let lines: i64 = self
