@@ -19,6 +19,7 @@ from benches.quality.metrics import (
     summarize,
 )
 from benches.quality.queries import (
+    CONSTANT,
     DECLARATION,
     DOC,
     MESSAGE,
@@ -33,6 +34,7 @@ from benches.quality.queries import (
     is_target_path,
     message_text,
     question_queries,
+    sample_constant,
     sample_doc,
     sample_message,
     sample_symbol,
@@ -355,6 +357,31 @@ def test_message_queries_name_one_place_that_writes_them() -> None:
     }
     assert all(q.family == MESSAGE for q in queries)
     assert len(sample_message("demo", files, 2, seed=7)[0]) == 2
+
+
+def test_constant_queries_name_one_definition_each() -> None:
+    files = [
+        SourceFile(
+            "src/limits.h", "c", "#ifndef LIMITS_H\n#define LIMITS_H\n#define MAX_DEPTH 64\n"
+        ),
+        SourceFile(
+            "src/conf.py", "python", "import os\nTIMEOUT: int = 30\nlocal = 1\nRETRIES = 3\n"
+        ),
+        SourceFile(
+            "src/A.java", "java", 'class A {\n  private static final String PREFIX = "a";\n}\n'
+        ),
+        SourceFile("src/b.py", "python", "RETRIES = 5\n"),  # a second definition: no answer
+        SourceFile("tests/test_x.py", "python", "FIXTURE_DIR = 'x'\n"),  # tests never answer
+    ]
+    queries, candidates = sample_constant("demo", files, 10, seed=7)
+    assert queries == sample_constant("demo", files, 10, seed=7)[0]
+    assert candidates == 3
+    assert {(q.text, q.path, q.ranges) for q in queries} == {
+        ("MAX_DEPTH", "src/limits.h", ((3, 3),)),
+        ("TIMEOUT", "src/conf.py", ((2, 2),)),
+        ("PREFIX", "src/A.java", ((2, 2),)),
+    }
+    assert all(q.family == CONSTANT and q.kind == "constant" for q in queries)
 
 
 def test_declaration_queries_write_plain_names_as_their_language_declares_them() -> None:

@@ -237,6 +237,9 @@ def test_a_path_gets_the_outline_and_head(index: CodeIndex) -> None:
         assert outline.path == "vault/store.py"
         listing = outline.text.splitlines()
         assert listing == [
+            # A module's constants are definitions too.
+            f"L{line_of('vault/store.py', 'SETTINGS_NAME =')}-6 constant "
+            "vault.store.SETTINGS_NAME (callers 0, callees 0)",
             f"L{line_of('vault/store.py', 'def load_settings')}-12 function "
             "vault.store.load_settings (callers 0, callees 3)",
             f"L{line_of('vault/store.py', 'def save_record')}-18 function "
@@ -245,12 +248,13 @@ def test_a_path_gets_the_outline_and_head(index: CodeIndex) -> None:
             "vault.store.encode_record (callers 1, callees 0)",
         ]
         assert head.kind == "head"
-        assert (head.start_line, head.end_line) == (1, 8)
+        assert (head.start_line, head.end_line) == (1, 5)  # up to the first definition
         assert head.text.startswith('"""Key-value storage on disk."""\n\nimport json\n')
         # Then the definitions, the most called first.
         assert [i.symbol_path for i in rest] == [
             "vault.store.save_record",
             "vault.store.encode_record",
+            "vault.store.SETTINGS_NAME",
             "vault.store.load_settings",
         ]
 

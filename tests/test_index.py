@@ -320,6 +320,36 @@ def test_a_pasted_message_finds_the_line_that_writes_it(make_repo: MakeRepo) -> 
         assert index.search(pasted)[0].path != "parser.py"
 
 
+def test_a_constant_is_found_where_it_is_defined(make_repo: MakeRepo) -> None:
+    """`MAX_DEPTH`, `TIMEOUT_SECONDS`: constants are definitions, found before the code that
+    uses them most (a C macro, a Python module constant, a Java static final field)."""
+    uses = "".join(f"    total += walk(d + {k}, MAX_DEPTH) * TIMEOUT_SECONDS;\n" for k in range(12))
+    root = make_repo(
+        {
+            "limits.h": "#ifndef LIMITS_H\n#define LIMITS_H\n#define MAX_DEPTH 64\n#endif\n",
+            "settings.py": "import os\n\nTIMEOUT_SECONDS = int(os.environ.get('T', 30))\n",
+            "Config.java": "class Config {\n    public static final int RETRY_LIMIT = 3;\n}\n",
+            "walk.c": "int walk(int d, int max) {\n    int total = 0;\n"
+            + uses
+            + "    return total;\n}\n",
+            "Retry.java": "class Retry {\n  int run() {\n"
+            + "    n += Config.RETRY_LIMIT * RETRY_LIMIT;\n" * 8
+            + "    return n;\n  }\n}\n",
+        }
+    )
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        for name, path in (
+            ("MAX_DEPTH", "limits.h"),
+            ("TIMEOUT_SECONDS", "settings.py"),
+            ("RETRY_LIMIT", "Config.java"),
+            ("Config.RETRY_LIMIT", "Config.java"),
+        ):
+            hits = index.search(name)
+            assert (hits[0].path, hits[0].kind) == (path, "constant"), (name, hits[:2])
+        # An include guard has no value: no definition.
+        assert all(hit.symbol != "LIMITS_H" for hit in index.search("LIMITS_H"))
+
+
 def test_a_name_finds_a_long_function_once(make_repo: MakeRepo) -> None:
     """A function long enough to be cut into windows is one answer to its name, not a page
     of its pieces: its callers come next, its other windows after them."""

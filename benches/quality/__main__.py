@@ -1,7 +1,7 @@
 """Retrieval quality of coderecall against BM25 windows and ripgrep on pinned corpora.
 
     python -m benches.quality [--quick] [--projects a,b] [--json]
-                              [--family doc|question|symbol|declaration|message]
+                              [--family doc|question|symbol|declaration|message|constant]
                               [--ablate RULE[,RULE+RULE...]] [--cap N] [--seed N] [--cache DIR]
 
 Prints markdown tables (or JSON with ``--json``); progress goes to stderr. Exit 0 on success,
@@ -34,6 +34,7 @@ from benches.quality.baselines import (
 )
 from benches.quality.metrics import Outcome, chunk_rank, file_rank, result_lines
 from benches.quality.queries import (
+    CONSTANT,
     DECLARATION,
     DOC,
     FAMILIES,
@@ -45,6 +46,7 @@ from benches.quality.queries import (
     declaration_queries,
     make_copy,
     question_queries,
+    sample_constant,
     sample_doc,
     sample_message,
     sample_symbol,
@@ -237,6 +239,10 @@ def run_project(
         message, candidates = sample_message(name, files, args.cap, args.seed)
         queries += [q for q in message if (q.path, q.ranges[0][0]) not in blanked]
         info.candidates[MESSAGE] = candidates
+    if CONSTANT in families:
+        constant, candidates = sample_constant(name, files, args.cap, args.seed)
+        queries += constant
+        info.candidates[CONSTANT] = candidates
     if SYMBOL in families or DECLARATION in families:
         symbol, candidates = sample_symbol(name, files, args.cap, args.seed)
         if SYMBOL in families:

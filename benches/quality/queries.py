@@ -28,13 +28,15 @@ SYMBOL = "symbol"
 DECLARATION = "declaration"
 QUESTION = "question"
 MESSAGE = "message"
-FAMILIES = (DOC, QUESTION, SYMBOL, DECLARATION, MESSAGE)
+CONSTANT = "constant"
+FAMILIES = (DOC, QUESTION, SYMBOL, DECLARATION, MESSAGE, CONSTANT)
 FAMILY_NAMES = {
     DOC: "doc-to-code",
     QUESTION: "doc as a question",
     SYMBOL: "symbol",
     DECLARATION: "declaration",
     MESSAGE: "message",
+    CONSTANT: "constant",
 }
 
 MIN_WORDS = 6
@@ -612,6 +614,57 @@ def sample_message(
     queries = [
         Query(project, language, MESSAGE, text, path, ((number, number),), "")
         for path, number, text, language in chosen
+    ]
+    return queries, len(candidates)
+
+
+# Where each language names a constant, found without the indexer (whose definitions are what
+# is measured): a C/C++ object-like macro with a value, an upper-case module-level name in
+# Python, Ruby and JavaScript/TypeScript, a static final field in Java, a `const` in PHP, Go
+# and Rust.
+_CONSTANT_NAME = r"(_*[A-Z][A-Z0-9_]{2,})"
+_CONSTANT_PATTERNS: dict[str, re.Pattern[str]] = {
+    "c": re.compile(rf"^\s*#\s*define\s+{_CONSTANT_NAME}[ \t]+\S"),
+    "cpp": re.compile(rf"^\s*#\s*define\s+{_CONSTANT_NAME}[ \t]+\S"),
+    "python": re.compile(rf"^{_CONSTANT_NAME}\s*(?::[^=]+)?=[^=]"),
+    "ruby": re.compile(rf"^\s*{_CONSTANT_NAME}\s*=[^=~]"),
+    "javascript": re.compile(rf"^(?:export\s+)?(?:const|var|let)\s+{_CONSTANT_NAME}\s*="),
+    "typescript": re.compile(rf"^(?:export\s+)?const\s+{_CONSTANT_NAME}\s*[:=]"),
+    "java": re.compile(rf"\bstatic\s+final\s+[\w<>\[\], .?]+?\s{_CONSTANT_NAME}\s*="),
+    "php": re.compile(rf"\bconst\s+{_CONSTANT_NAME}\s*="),
+    "go": re.compile(rf"^(?:const\s+|\t){_CONSTANT_NAME}\b[^=]*="),
+    "rust": re.compile(rf"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const|static)\s+{_CONSTANT_NAME}\s*:"),
+}
+
+
+def sample_constant(
+    project: str, files: Sequence[SourceFile], cap: int, seed: int
+) -> tuple[list[Query], int]:
+    """Up to ``cap`` constant queries and the candidate count: an upper-case constant's name
+    (``MAX_HEADER_SIZE``, ``kBlockSize`` is not one), the target the line that defines it.
+    A name defined on more than one line (every file counts, tests included: an ``#ifdef``
+    pair, a test's copy) is skipped: it could not name one answer.
+    """
+    found: defaultdict[str, list[tuple[str, int, str]]] = defaultdict(list)
+    for source in files:
+        pattern = _CONSTANT_PATTERNS.get(source.language)
+        if pattern is None:
+            continue
+        target_file = is_target_path(source.path) and not is_generated(source.text)
+        for number, line in enumerate(source.text.splitlines(), 1):
+            match = pattern.search(line)
+            if match is not None:
+                place = (source.path, number if target_file else 0, source.language)
+                found[match.group(1)].append(place)
+    candidates = sorted(
+        (places[0][0], places[0][1], name, places[0][2])
+        for name, places in found.items()
+        if len(places) == 1 and places[0][1] > 0
+    )
+    chosen = sorted(_rng(seed, project, CONSTANT).sample(candidates, min(cap, len(candidates))))
+    queries = [
+        Query(project, language, CONSTANT, name, path, ((number, number),), name, "constant")
+        for path, number, name, language in chosen
     ]
     return queries, len(candidates)
 

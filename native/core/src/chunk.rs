@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -1151,8 +1151,10 @@ fn merge_small(lines: &Lines<'_>, chunks: Vec<Pending>, sizes: MergeSizes) -> Ve
                     || (lone(prev) && prev.head && nested(&prev.scope, &c.scope)));
             if normal || rescue {
                 // A container's header names the members merged into it; a closing tail or
-                // anonymous top-level glue defers to the unit; between equals, the larger.
-                // A lone brace or bare header never names the unit it joins.
+                // anonymous top-level glue defers to the unit; a constant defers to any other
+                // definition (it says least of what the chunk does); between equals, the
+                // larger. A lone brace or bare header never names the unit it joins.
+                let constant = |p: &Pending| p.kind == ChunkKind::Constant;
                 let prev_wins = if !normal {
                     !lone(prev)
                 } else {
@@ -1160,6 +1162,7 @@ fn merge_small(lines: &Lines<'_>, chunks: Vec<Pending>, sizes: MergeSizes) -> Ve
                         || match (prev.glue, c.glue) {
                             (true, false) => !prev.symbol.is_empty(),
                             (false, true) => true,
+                            _ if constant(prev) != constant(&c) => constant(&c),
                             _ => prev.tokens >= c.tokens,
                         }
                 };

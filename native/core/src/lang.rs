@@ -423,15 +423,20 @@ impl Language {
     }
 
     /// Source of `queries/<name>/definitions.scm`, embedded at build time. TSX shares the
-    /// TypeScript query (the TSX grammar is a superset of TypeScript's).
+    /// TypeScript query (the TSX grammar is a superset of TypeScript's); the three share
+    /// `queries/ecmascript/constants.scm`.
     #[must_use]
     pub fn definitions_query_source(self) -> Option<&'static str> {
         Some(match self {
             Language::Python => include_str!("../queries/python/definitions.scm"),
-            Language::JavaScript => include_str!("../queries/javascript/definitions.scm"),
-            Language::TypeScript | Language::Tsx => {
-                include_str!("../queries/typescript/definitions.scm")
-            }
+            Language::JavaScript => concat!(
+                include_str!("../queries/javascript/definitions.scm"),
+                include_str!("../queries/ecmascript/constants.scm")
+            ),
+            Language::TypeScript | Language::Tsx => concat!(
+                include_str!("../queries/typescript/definitions.scm"),
+                include_str!("../queries/ecmascript/constants.scm")
+            ),
             Language::Rust => include_str!("../queries/rust/definitions.scm"),
             Language::Go => include_str!("../queries/go/definitions.scm"),
             Language::Java => include_str!("../queries/java/definitions.scm"),

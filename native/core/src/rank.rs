@@ -734,8 +734,9 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
         QueryClass::NaturalLanguage => {
             // No exact-name boost here: a word of a sentence that happens to name a function
             // mostly points away from the code described (doc-to-code NDCG@10 +0.01 on both
-            // halves without it; benches/quality/README.md).
-            if c.kind.is_definition() {
+            // halves without it; benches/quality/README.md). A constant describes no
+            // behaviour: a block of them is glue to a sentence.
+            if c.kind.is_definition() && c.kind != ChunkKind::Constant {
                 s *= w.definition;
             }
             // A compound identifier is never an ordinary word of the sentence: it names code.

@@ -714,6 +714,7 @@ fn python_fixture() {
     check_fixture(&Spec {
         lang: Language::Python,
         symbols: &[
+            (K::Constant, "DEFAULT_NAME", 8, 8),
             (K::Type, "Names", 10, 10),
             (K::Function, "memoize", 13, 23),
             (K::Function, "memoize.wrapper", 17, 21),
@@ -760,6 +761,7 @@ fn javascript_fixture() {
     check_fixture(&Spec {
         lang: Language::JavaScript,
         symbols: &[
+            (K::Constant, "DEFAULT_NAME", 4, 4),
             (K::Class, "Greeter", 6, 33),
             (K::Method, "Greeter.constructor", 12, 14),
             (K::Method, "Greeter.greet", 16, 20),
@@ -782,7 +784,8 @@ fn javascript_fixture() {
             ("Greeter.onClick", "export class Greeter {"),
         ],
         units: vec![
-            unit(1, 4, K::Code, ""),
+            // Imports, and the module's constant, which names the chunk.
+            unit(1, 4, K::Constant, "DEFAULT_NAME"),
             // A small class merges back into one chunk, named after the class, from its JSDoc.
             unit(6, 33, K::Class, "Greeter").names(&[
                 "Greeter",
@@ -1008,6 +1011,7 @@ fn java_fixture() {
         lang: Language::Java,
         symbols: &[
             (K::Class, "Sample", 6, 60),
+            (K::Constant, "Sample.DEFAULT_NAME", 9, 9),
             (K::Interface, "Sample.Speaker", 11, 18),
             (K::Method, "Sample.Speaker.speakAll", 15, 17),
             (K::Enum, "Sample.Mood", 20, 27),
@@ -1059,6 +1063,7 @@ fn c_fixture() {
         lang: Language::C,
         symbols: &[
             // A one-line macro ends on its own line, not on the blank line after it.
+            (K::Constant, "MAX_NAME", 6, 6),
             (K::Macro, "MIN", 7, 7),
             (K::Enum, "mood", 9, 13),
             (K::Struct, "greeter", 15, 19),
@@ -1188,6 +1193,7 @@ fn ruby_fixture() {
         lang: Language::Ruby,
         symbols: &[
             (K::Module, "Greetings", 5, 50),
+            (K::Constant, "Greetings.DEFAULT_NAME", 7, 7),
             (K::Module, "Greetings.Speaker", 9, 14),
             (K::Method, "Greetings.Speaker.speak", 11, 13),
             (K::Class, "Greetings.Greeter", 16, 49),
@@ -1247,6 +1253,7 @@ fn php_fixture() {
     check_fixture(&Spec {
         lang: Language::Php,
         symbols: &[
+            (K::Constant, "DEFAULT_NAME", 9, 9),
             (K::Interface, "Speaker", 11, 15),
             (K::Trait, "CountsGreetings", 17, 25),
             (K::Method, "CountsGreetings.bump", 21, 24),
@@ -1267,8 +1274,9 @@ fn php_fixture() {
             ("Greeter.create", GREETER),
         ],
         units: vec![
-            // The file's preamble joins the first definition.
-            unit(1, 15, K::Interface, "Speaker"),
+            // The file's preamble joins the first definitions; the interface, not the
+            // constant before it, names the chunk.
+            unit(1, 15, K::Interface, "Speaker").names(&["DEFAULT_NAME", "Speaker"]),
             unit(17, 25, K::Trait, "CountsGreetings").names(&["CountsGreetings", "bump"]),
             unit(27, 36, K::Enum, "Mood").names(&["Mood", "isHappy"]),
             // Docblock and attribute open the class's first chunk.

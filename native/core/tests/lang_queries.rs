@@ -188,6 +188,7 @@ fn python_definitions() {
         Language::Python,
         "sample.py",
         &[
+            ("constant", "DEFAULT_NAME", 8),
             ("type", "Names", 10),
             ("function", "memoize", 13),
             ("function", "wrapper", 17),
@@ -211,6 +212,7 @@ fn javascript_definitions() {
         Language::JavaScript,
         "sample.js",
         &[
+            ("constant", "DEFAULT_NAME", 4),
             ("class", "Greeter", 9),
             ("method", "constructor", 12),
             ("method", "greet", 17),
@@ -312,6 +314,7 @@ fn java_definitions() {
         "Sample.java",
         &[
             ("class", "Sample", 7),
+            ("constant", "DEFAULT_NAME", 9),
             ("interface", "Speaker", 12),
             ("method", "speakAll", 15),
             ("enum", "Mood", 20),
@@ -334,6 +337,7 @@ fn c_definitions() {
         Language::C,
         "sample.c",
         &[
+            ("constant", "MAX_NAME", 6),
             ("macro", "MIN", 7),
             ("enum", "mood", 10),
             ("struct", "greeter", 16),
@@ -407,6 +411,7 @@ fn ruby_definitions() {
         "sample.rb",
         &[
             ("module", "Greetings", 6),
+            ("constant", "DEFAULT_NAME", 7),
             ("module", "Speaker", 10),
             ("method", "speak", 11),
             ("class", "Greeter", 17),
@@ -429,6 +434,7 @@ fn php_definitions() {
         Language::Php,
         "sample.php",
         &[
+            ("constant", "DEFAULT_NAME", 9),
             ("interface", "Speaker", 12),
             ("trait", "CountsGreetings", 17),
             ("method", "bump", 21),

@@ -81,3 +81,8 @@
 ; Function-like macros: `#define MIN(a, b) ...`.
 (preproc_function_def
   name: (identifier) @name) @definition.macro
+
+; Object-like macros with a value: `#define MAX_DEPTH 64` (an include guard has none).
+(preproc_def
+  name: (identifier) @name
+  value: (preproc_arg)) @definition.constant

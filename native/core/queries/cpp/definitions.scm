@@ -154,3 +154,8 @@
 
 (preproc_function_def
   name: (identifier) @name) @definition.macro
+
+; Object-like macros with a value: `#define MAX_DEPTH 64` (an include guard has none).
+(preproc_def
+  name: (identifier) @name
+  value: (preproc_arg)) @definition.constant

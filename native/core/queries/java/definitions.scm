@@ -29,3 +29,17 @@
   (compact_constructor_declaration
     name: (identifier) @name)
 ] @definition.method
+
+; Constants: `static final` fields (`public static final int MAX_DEPTH = 64;`), one per
+; declarator (`static final int A = 1, B = 2;` defines two).
+(field_declaration
+  [
+    (modifiers
+      "static"
+      "final")
+    (modifiers
+      "final"
+      "static")
+  ]
+  declarator: (variable_declarator
+    name: (identifier) @name) @definition.constant)

@@ -25,3 +25,9 @@
 (method_declaration
   name: (name) @name
   body: (compound_statement)) @definition.method
+
+; Class and namespace constants: `const MAX_DEPTH = 64;`, `public const A = 1, B = 2;` (one
+; per element).
+(const_declaration
+  (const_element
+    (name) @name) @definition.constant)

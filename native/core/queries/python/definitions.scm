@@ -24,3 +24,11 @@
       (generic_type
         (identifier) @name)
     ])) @definition.type
+
+; Module-level constants: `DEFAULT_TIMEOUT = 30`, `MAX_SIZE: int = 1 << 20`. Upper-case names
+; only: other module-level assignments are code, not names a reader looks up.
+(module
+  (expression_statement
+    (assignment
+      left: (identifier) @name)) @definition.constant
+  (#match? @name "^_*[A-Z][A-Z0-9_]+$"))

@@ -20,3 +20,7 @@
 ; `def self.build` / `def obj.method`.
 (singleton_method
   name: (_) @name) @definition.method
+
+; Constants: `MAX_RETRIES = 3` in a file, class or module body (a method cannot assign one).
+(assignment
+  left: (constant) @name) @definition.constant
