@@ -22,8 +22,9 @@ Search this codebase by meaning and by keywords at once (hybrid BM25 + embedding
 the matching code chunks with their source text. Use it first when you need to find where
 something is implemented, defined or handled: an identifier spelled as in the code
 (`TokenStore`, `Client.send`), a declaration to prefer a kind (`class TokenStore`,
-`fn refresh`), a path fragment, or a plain-language description ("where are access tokens
-refreshed"). Cheaper and more complete than grepping file by file.
+`fn refresh`), a constant (`MAX_RETRIES`), a path fragment, a plain-language description
+("where are access tokens refreshed"), or an error message pasted as the log prints it (the
+code that writes it comes first). Cheaper and more complete than grepping file by file.
 
 Returns JSON `{"hits": [...]}`, best first; each hit has path (relative to the project root),
 start_line, end_line (1-based, inclusive), language, kind (function, method, class, ...),
