@@ -25,7 +25,8 @@ use crate::hash::{IntMap, file_hash};
 use crate::lang::{Language, module_path};
 use crate::rank::{
     Candidate, PHRASE_RUN, PathClass, Query, QueryClass, Weights, classify_path, diversify,
-    fingerprints, inherit_from_neighbours, is_test_scope, phrase_factor, score,
+    fingerprints, inherit_from_neighbours, is_test_scope, phrase_factor, quoted_sketch, score,
+    sketch_admits,
 };
 use crate::store::{
     Changes, FileVersion, GcStats, SkippedFile, Store, ViewCounts, ViewEntry, ViewUpdate,
@@ -66,9 +67,13 @@ const _: () = assert!(UPDATE_BATCH_BYTES >= DICTIONARY_MIN_BATCH as i64);
 /// neighbours, so a pool that grew with the limit would reorder them, and `limit = 3` would
 /// not be the first three of `limit = 20`.
 const MIN_CANDIDATES: usize = 200;
-/// Plain-language candidates whose text the phrase rule reads: the writer of a pasted
-/// message is seldom far down when its words are rare, and each read decompresses a chunk.
-const PHRASE_CANDIDATES: usize = 15;
+/// The lexical snapshot's sidecar format: the analyzer's version, and a generation of the
+/// fields each document carries (the high byte), so a snapshot of another is rebuilt.
+const META_FORMAT: u32 = crate::analyzer::VERSION | (1 << 24);
+const _: () = assert!(crate::analyzer::VERSION < 1 << 24);
+/// Plain-language candidates the phrase rule considers: a message's writer stood at 12 to 170
+/// before the rule in large projects, and only those whose sketch admits the query are read.
+const PHRASE_CANDIDATES: usize = 50;
 /// The phrase rule reads no chunk that could not pass the one at this rank.
 const PHRASE_FLOOR_RANK: usize = 10;
 /// Fewer for identifier queries: the chunks defining the name compete whatever their rank,
@@ -244,6 +249,9 @@ struct DocMeta {
     /// Fingerprints of the other names the chunk defines (small units merged into it).
     name_prints: Box<[Box<[u32]>]>,
     test_scope: bool,
+    /// [`quoted_sketch`] of the chunk's text: the phrase rule reads a chunk only when its
+    /// sketch admits the query.
+    quoted: u64,
 }
 
 impl DocMeta {
@@ -253,9 +261,11 @@ impl DocMeta {
         local_path: &str,
         names: &str,
         lines: (u32, u32),
+        quoted: u64,
     ) -> Self {
         DocMeta {
             kind,
+            quoted,
             symbol_prints: fingerprints(&symbol.to_lowercase()),
             name_prints: names
                 .split(' ')
@@ -534,7 +544,7 @@ impl Lexical {
     /// The snapshot's sidecar: what the index was built from, so a reader can reconcile it.
     fn encode_meta(&self) -> Vec<u8> {
         let mut w = codec::Writer::default();
-        w.u32(crate::analyzer::VERSION);
+        w.u32(META_FORMAT);
         w.u64(self.generation);
         // In key order, ids and keys as deltas: a path's chunks sit together, and zstd finds
         // their shared scopes (hash-map order took 60% more room once compressed).
@@ -563,14 +573,15 @@ impl Lexical {
             w.str(&d.names);
             w.var(u64::from(d.start_line));
             w.var(u64::from(d.end_line.saturating_sub(d.start_line)));
+            w.var(d.quoted);
         }
         w.into_inner()
     }
 
     fn decode(bm25: Bm25Index, meta: &[u8]) -> Option<Lexical> {
         let mut r = codec::Reader::new(meta);
-        if r.u32()? != crate::analyzer::VERSION {
-            return None; // built with other tokens: rebuild from the store
+        if r.u32()? != META_FORMAT {
+            return None; // built with other tokens or fields: rebuild from the store
         }
         let generation = r.u64()?;
         // Records are read in order; what the ranking derives from them (analyzer tokens of
@@ -606,12 +617,24 @@ impl Lexical {
             let (symbol, local_path, names_text) = (r.str()?, r.str()?, r.str()?);
             let start = u32::try_from(r.var()?).ok()?;
             let end = start.checked_add(u32::try_from(r.var()?).ok()?)?;
-            records.push((key, kind, symbol, local_path, names_text, (start, end)));
+            let quoted = r.var()?;
+            records.push((
+                key,
+                kind,
+                symbol,
+                local_path,
+                names_text,
+                (start, end),
+                quoted,
+            ));
         }
         let metas: Vec<(u64, DocMeta)> = records
             .into_par_iter()
-            .map(|(key, kind, symbol, local_path, names, lines)| {
-                (key, DocMeta::new(kind, symbol, local_path, names, lines))
+            .map(|(key, kind, symbol, local_path, names, lines, quoted)| {
+                (
+                    key,
+                    DocMeta::new(kind, symbol, local_path, names, lines, quoted),
+                )
             })
             .collect();
         let mut docs = IntMap::default();
@@ -641,6 +664,7 @@ fn doc_meta(c: &Chunk) -> DocMeta {
         &c.local_path,
         &c.names,
         (c.start_line, c.end_line),
+        quoted_sketch(&c.content),
     )
 }
 
@@ -1425,7 +1449,10 @@ impl Engine {
             .filter(|(_, (s, _))| *s >= floor)
             .filter_map(|(i, (_, (key, _)))| {
                 let path = lx.paths.get(&path_id_of(*key))?;
-                let doc = lx.docs.get(key)?;
+                let doc = lx
+                    .docs
+                    .get(key)
+                    .filter(|d| sketch_admits(&query.phrase, d.quoted, weights.phrase_share))?;
                 Some((path.file_hash, (doc.start_line, doc.end_line), i))
             })
             .collect();
@@ -2955,17 +2982,22 @@ class Other:
             .path()
             .join(lexical_file(crate::store::DEFAULT_VIEW));
         let (bm25, mut meta) = Bm25Index::load(&path).unwrap();
-        meta[..4].copy_from_slice(&(crate::analyzer::VERSION - 1).to_le_bytes());
+        meta[..4].copy_from_slice(&(META_FORMAT - 1).to_le_bytes());
         bm25.save(&path, &meta).unwrap();
         let engine = repo.open();
         assert_eq!(search(&engine, "dashes"), expected);
         // Saved with the rebuild, not left to be refused again (nor reported by `health`).
+        let (bm25, mut meta) = Bm25Index::load(&path).unwrap();
+        assert_eq!(meta[..4], META_FORMAT.to_le_bytes(), "rebuilt and saved");
+        drop(engine);
+        // A sidecar of the fields before the phrase rule's flag (the analyzer's version
+        // alone) likewise.
+        meta[..4].copy_from_slice(&crate::analyzer::VERSION.to_le_bytes());
+        bm25.save(&path, &meta).unwrap();
+        let engine = repo.open();
+        assert_eq!(search(&engine, "dashes"), expected);
         let (_, meta) = Bm25Index::load(&path).unwrap();
-        assert_eq!(
-            meta[..4],
-            crate::analyzer::VERSION.to_le_bytes(),
-            "rebuilt and saved"
-        );
+        assert_eq!(meta[..4], META_FORMAT.to_le_bytes(), "rebuilt and saved");
         #[cfg(feature = "embed")]
         assert_eq!(engine.health(false, None).unwrap(), Health::default());
         drop(engine);

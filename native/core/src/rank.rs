@@ -438,12 +438,16 @@ pub fn classify_path(path: &str) -> PathClass {
     ]) {
         return PathClass::Vendored;
     }
+    // `diagnosticMessages.generated.json`, `zz_generated.deepcopy.go`, `api-generated.ts`.
+    let generated_name = [".generated.", "_generated.", "-generated."]
+        .iter()
+        .any(|p| file.contains(p));
     if file.contains(".min.")
+        || generated_name
         || file.ends_with(".pb.go")
         || file.ends_with("_pb2.py")
         || file.ends_with("_pb2_grpc.py")
         || file.ends_with(".g.dart")
-        || file.ends_with(".generated.cs")
         || file.ends_with(".designer.cs")
         || in_dir(&["generated", "gen", "__generated__", "dist", "build"])
     {
@@ -984,6 +988,37 @@ fn for_each_quoted_word(text: &str, mut f: impl FnMut(u64)) {
     }
 }
 
+/// A 64-bit sketch of the words in the string literals of `text` (bit `word % 64` of each),
+/// 0 when they are fewer than [`PHRASE_RUN`]: the phrase rule reads a chunk's text only when
+/// its sketch holds enough of the query's words ([`sketch_admits`]).
+#[must_use]
+pub fn quoted_sketch(text: &str) -> u64 {
+    let (mut sketch, mut words) = (0u64, 0usize);
+    for_each_quoted_word(text, |w| {
+        sketch |= 1 << (w % 64);
+        words += 1;
+    });
+    if words >= PHRASE_RUN { sketch } else { 0 }
+}
+
+/// Whether a chunk of this `sketch` may hold `least` of the `query` words or more in its
+/// literals (false positives only: a word's bit may be another's).
+#[must_use]
+pub fn sketch_admits(query: &[u64], sketch: u64, least: f32) -> bool {
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let need = ((least * query.len() as f32).ceil() as usize).max(PHRASE_RUN);
+    sketch != 0
+        && query
+            .iter()
+            .filter(|&&w| sketch & (1 << (w % 64)) != 0)
+            .count()
+            >= need
+}
+
 /// [`for_each_phrase_word`] of `text`, collected.
 #[must_use]
 pub fn phrase_words(text: &str) -> Vec<u64> {
@@ -1204,6 +1239,15 @@ mod tests {
             PathClass::Vendored
         );
         assert_eq!(classify_path("api/v1/service.pb.go"), PathClass::Generated);
+        assert_eq!(
+            classify_path("loc/deu/diagnosticMessages.generated.json.lcl"),
+            PathClass::Generated
+        );
+        assert_eq!(
+            classify_path("pkg/zz_generated.deepcopy.go"),
+            PathClass::Generated
+        );
+        assert_eq!(classify_path("src/regenerated.ts"), PathClass::Source);
         assert_eq!(classify_path("docs/guide.md"), PathClass::Docs);
         assert_eq!(classify_path("README.md"), PathClass::Docs);
         assert_eq!(classify_path("docs/conf.py"), PathClass::Source);
@@ -1628,6 +1672,39 @@ mod tests {
         let upper = r#"msg = "CANNOT SET a request body""#;
         assert!((share("cannot set a request body", upper) - 1.0).abs() < 1e-6);
         assert!(share("request body cannot set", upper).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_sketch_admits_what_may_match_and_no_chunk_that_cannot() {
+        let query = phrase_words("could not parse query unexpected token");
+        let writer = r#"throw error("Could not parse query '%s': unexpected token", q)"#;
+        let sketch = quoted_sketch(writer);
+        assert_ne!(sketch, 0);
+        assert!(sketch_admits(&query, sketch, 0.5));
+        // Every chunk the rule would raise is admitted.
+        assert!(phrase_factor(&query, writer, 1.0, 0.5) > 1.0);
+        // Code without literals, or with fewer than three words in them, has no sketch.
+        assert_eq!(
+            quoted_sketch("fn parse(query: &str) -> Token { next(query) }"),
+            0
+        );
+        assert_eq!(quoted_sketch(r#"log("parse query")"#), 0);
+        // A sketch that holds two of the query's words cannot hold a run of three.
+        let two = (1u64 << (query[0] % 64)) | (1u64 << (query[1] % 64));
+        assert!(!sketch_admits(&query, two, 0.0));
+        // Half of six words is three: a sketch of the first three is enough, not at 0.8.
+        let three = two | (1u64 << (query[2] % 64));
+        let distinct = |n: usize| {
+            query
+                .iter()
+                .filter(|&&w| three & (1 << (w % 64)) != 0)
+                .count()
+                == n
+        };
+        if distinct(3) {
+            assert!(sketch_admits(&query, three, 0.5));
+            assert!(!sketch_admits(&query, three, 0.8));
+        }
     }
 
     #[test]
