@@ -1437,7 +1437,7 @@ impl Engine {
         if n < scored.len() {
             scored.select_nth_unstable_by(n, |a, b| b.0.total_cmp(&a.0));
         }
-        scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+        scored[..n].sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
         // A chunk whose score, raised as far as the rule goes, stays below the tenth cannot
         // reach the first results: its text is not read.
         let floor = scored[..n]
