@@ -15,7 +15,7 @@ import random
 import re
 import shutil
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -586,36 +586,56 @@ def message_text(literal: str) -> str | None:
     return text if letters >= 0.85 * len(text) else None
 
 
+def _sample_lines(
+    project: str,
+    family: str,
+    files: Sequence[SourceFile],
+    cap: int,
+    seed: int,
+    read: Callable[[SourceFile, str], Iterable[tuple[str, str]]],
+) -> tuple[list[tuple[str, int, str, str]], int]:
+    """Up to ``cap`` lines that each hold one query, sampled, and the candidate count:
+    ``read(file, line)`` gives a line's ``(key, text)`` pairs; a key found on more than one
+    line (every file counts, tests included) is skipped, since it could not name one answer.
+    Each chosen line is ``(path, line number, text, language)``.
+    """
+    # Each key's places; line 0 for a file that is never an answer.
+    found: defaultdict[str, list[tuple[str, int, str, str]]] = defaultdict(list)
+    for source in files:
+        target_file = is_target_path(source.path) and not is_generated(source.text)
+        for number, line in enumerate(source.text.splitlines(), 1):
+            for key, text in read(source, line):
+                place = (source.path, number if target_file else 0, text, source.language)
+                found[key].append(place)
+    candidates = sorted(
+        places[0] for places in found.values() if len(places) == 1 and places[0][1] > 0
+    )
+    chosen = _rng(seed, project, family).sample(candidates, min(cap, len(candidates)))
+    return sorted(chosen), len(candidates)
+
+
+def _messages(_: SourceFile, line: str) -> Iterator[tuple[str, str]]:
+    if _COMMENT_LINE.match(line) or ('"' not in line and "'" not in line):
+        return
+    for match in _LITERAL.finditer(line):
+        text = message_text(match.group(1) or match.group(2))
+        if text is not None:
+            yield text.lower(), text
+
+
 def sample_message(
     project: str, files: Sequence[SourceFile], cap: int, seed: int
 ) -> tuple[list[Query], int]:
     """Up to ``cap`` message queries and the candidate count: the text of a string literal an
     agent would paste from a log or an error (``could not parse query``), the target the line
-    that writes it. A message written in more than one place (every file counts, tests
-    included) is skipped: it could not name one answer.
+    that writes it, written there only.
     """
-    # Each message's places: (file, line, text); line 0 for a file that is never an answer.
-    found: defaultdict[str, list[tuple[SourceFile, int, str]]] = defaultdict(list)
-    for source in files:
-        target_file = is_target_path(source.path) and not is_generated(source.text)
-        for number, line in enumerate(source.text.splitlines(), 1):
-            if _COMMENT_LINE.match(line) or ('"' not in line and "'" not in line):
-                continue
-            for match in _LITERAL.finditer(line):
-                text = message_text(match.group(1) or match.group(2))
-                if text is not None:
-                    found[text.lower()].append((source, number if target_file else 0, text))
-    candidates = sorted(
-        (places[0][0].path, places[0][1], places[0][2], places[0][0].language)
-        for places in found.values()
-        if len(places) == 1 and places[0][1] > 0
-    )
-    chosen = sorted(_rng(seed, project, MESSAGE).sample(candidates, min(cap, len(candidates))))
+    chosen, count = _sample_lines(project, MESSAGE, files, cap, seed, _messages)
     queries = [
         Query(project, language, MESSAGE, text, path, ((number, number),), "")
         for path, number, text, language in chosen
     ]
-    return queries, len(candidates)
+    return queries, count
 
 
 # Where each language names a constant, found without the indexer (whose definitions are what
@@ -623,9 +643,10 @@ def sample_message(
 # Python, Ruby and JavaScript/TypeScript, a static final field in Java, a `const` in PHP, Go
 # and Rust.
 _CONSTANT_NAME = r"(_*[A-Z][A-Z0-9_]{2,})"
+_MACRO = re.compile(rf"^\s*#\s*define\s+{_CONSTANT_NAME}[ \t]+\S")
 _CONSTANT_PATTERNS: dict[str, re.Pattern[str]] = {
-    "c": re.compile(rf"^\s*#\s*define\s+{_CONSTANT_NAME}[ \t]+\S"),
-    "cpp": re.compile(rf"^\s*#\s*define\s+{_CONSTANT_NAME}[ \t]+\S"),
+    "c": _MACRO,
+    "cpp": _MACRO,
     "python": re.compile(rf"^{_CONSTANT_NAME}\s*(?::[^=]+)?=[^=]"),
     "ruby": re.compile(rf"^\s*{_CONSTANT_NAME}\s*=[^=~]"),
     "javascript": re.compile(rf"^(?:export\s+)?(?:const|var|let)\s+{_CONSTANT_NAME}\s*="),
@@ -637,36 +658,26 @@ _CONSTANT_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 
 
+def _constants(source: SourceFile, line: str) -> Iterator[tuple[str, str]]:
+    pattern = _CONSTANT_PATTERNS.get(source.language)
+    match = pattern.search(line) if pattern is not None else None
+    if match is not None:
+        yield match.group(1), match.group(1)
+
+
 def sample_constant(
     project: str, files: Sequence[SourceFile], cap: int, seed: int
 ) -> tuple[list[Query], int]:
     """Up to ``cap`` constant queries and the candidate count: an upper-case constant's name
-    (``MAX_HEADER_SIZE``, ``kBlockSize`` is not one), the target the line that defines it.
-    A name defined on more than one line (every file counts, tests included: an ``#ifdef``
-    pair, a test's copy) is skipped: it could not name one answer.
+    (``MAX_HEADER_SIZE``, ``kBlockSize`` is not one), the target the line that defines it,
+    defined there only (an ``#ifdef`` pair or a test's copy has no single answer).
     """
-    found: defaultdict[str, list[tuple[str, int, str]]] = defaultdict(list)
-    for source in files:
-        pattern = _CONSTANT_PATTERNS.get(source.language)
-        if pattern is None:
-            continue
-        target_file = is_target_path(source.path) and not is_generated(source.text)
-        for number, line in enumerate(source.text.splitlines(), 1):
-            match = pattern.search(line)
-            if match is not None:
-                place = (source.path, number if target_file else 0, source.language)
-                found[match.group(1)].append(place)
-    candidates = sorted(
-        (places[0][0], places[0][1], name, places[0][2])
-        for name, places in found.items()
-        if len(places) == 1 and places[0][1] > 0
-    )
-    chosen = sorted(_rng(seed, project, CONSTANT).sample(candidates, min(cap, len(candidates))))
+    chosen, count = _sample_lines(project, CONSTANT, files, cap, seed, _constants)
     queries = [
         Query(project, language, CONSTANT, name, path, ((number, number),), name, "constant")
         for path, number, name, language in chosen
     ]
-    return queries, len(candidates)
+    return queries, count
 
 
 # --- the blanked copy -------------------------------------------------------------------------

@@ -1018,9 +1018,7 @@ impl Store {
         let Some(hash) = hash else {
             return Ok(None);
         };
-        let text = crate::textblob::lines(&self.file_blob(hash)?, start, end)
-            .map_err(|reason| self.corrupt(hash, &reason))?;
-        Ok(Some(text))
+        Ok(self.version_lines(hash, &[(start, end)])?.pop())
     }
 
     /// Lines `start..=end` of a stored file version for each range, from one read of its
