@@ -350,6 +350,29 @@ def test_a_constant_is_found_where_it_is_defined(make_repo: MakeRepo) -> None:
         assert all(hit.symbol != "LIMITS_H" for hit in index.search("LIMITS_H"))
 
 
+def test_a_package_level_variable_is_found_where_it_is_defined(make_repo: MakeRepo) -> None:
+    """Go's sentinel errors and defaults are `var`s: `ErrNotFound`, `var ErrNotFound` and
+    `def` find the declaration, not the function that returns it most."""
+    returns = "".join(f"\tif n == {k} {{\n\t\treturn ErrNotFound\n\t}}\n" for k in range(12))
+    root = make_repo(
+        {
+            "go.mod": "module example.com/mux\n",
+            "errors.go": 'package mux\n\nimport "errors"\n\nvar (\n'
+            "\t// ErrNotFound is returned when no route matches.\n"
+            '\tErrNotFound = errors.New("no matching route")\n'
+            '\tErrMethodMismatch = errors.New("method is not allowed")\n)\n',
+            "route.go": "package mux\n\nfunc match(n int) error {\n"
+            + returns
+            + "\treturn nil\n}\n",
+        }
+    )
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        for query in ("ErrNotFound", "var ErrNotFound", "mux.ErrNotFound"):
+            hits = index.search(query)
+            assert (hits[0].path, hits[0].kind) == ("errors.go", "variable"), (query, hits[:2])
+        assert [d.path for d in index.implementation_lookup("ErrMethodMismatch")] == ["errors.go"]
+
+
 def test_a_name_finds_a_long_function_once(make_repo: MakeRepo) -> None:
     """A function long enough to be cut into windows is one answer to its name, not a page
     of its pieces: its callers come next, its other windows after them."""

@@ -653,7 +653,9 @@ _CONSTANT_PATTERNS: dict[str, re.Pattern[str]] = {
     "typescript": re.compile(rf"^(?:export\s+)?const\s+{_CONSTANT_NAME}\s*[:=]"),
     "java": re.compile(rf"\bstatic\s+final\s+[\w<>\[\], .?]+?\s{_CONSTANT_NAME}\s*="),
     "php": re.compile(rf"\bconst\s+{_CONSTANT_NAME}\s*="),
-    "go": re.compile(rf"^(?:const\s+|\t){_CONSTANT_NAME}\b[^=]*="),
+    # Go spells constants and package-level values (sentinel errors, defaults) alike, as
+    # exported names, alone or one per line of a group.
+    "go": re.compile(r"^(?:const\s+|var\s+|\t)([A-Z][A-Za-z0-9_]{2,})\b[^=:]*=[^=]"),
     "rust": re.compile(rf"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const|static)\s+{_CONSTANT_NAME}\s*:"),
 }
 

@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -86,10 +86,13 @@ pub enum ChunkKind {
     Section,
     /// A line window of a file without structure.
     Text,
+    /// A module-level variable (Go's package-level `var`).
+    Variable,
 }
 
 impl ChunkKind {
-    pub const ALL: [ChunkKind; 15] = [
+    // Stored outlines name a kind by its position here: new kinds go at the end.
+    pub const ALL: [ChunkKind; 16] = [
         ChunkKind::Function,
         ChunkKind::Method,
         ChunkKind::Class,
@@ -105,6 +108,7 @@ impl ChunkKind {
         ChunkKind::Code,
         ChunkKind::Section,
         ChunkKind::Text,
+        ChunkKind::Variable,
     ];
 
     #[must_use]
@@ -125,6 +129,7 @@ impl ChunkKind {
             ChunkKind::Code => "code",
             ChunkKind::Section => "section",
             ChunkKind::Text => "text",
+            ChunkKind::Variable => "variable",
         }
     }
 
@@ -137,6 +142,12 @@ impl ChunkKind {
     #[must_use]
     pub fn is_definition(self) -> bool {
         !matches!(self, ChunkKind::Code | ChunkKind::Section | ChunkKind::Text)
+    }
+
+    /// A named value (a constant or a module-level variable): it describes no behaviour.
+    #[must_use]
+    pub fn is_value(self) -> bool {
+        matches!(self, ChunkKind::Constant | ChunkKind::Variable)
     }
 
     /// Kinds whose nested functions are methods.
@@ -793,8 +804,9 @@ fn nest(raw: Vec<RawDef>) -> Vec<Def> {
     let mut roots: Vec<Def> = Vec::new();
     let mut stack: Vec<(Def, usize, usize)> = Vec::new(); // (def, start_byte, end_byte)
     for r in raw {
-        while let Some((_, _, end)) = stack.last() {
-            if r.start_byte >= *end {
+        // One node captured for each of its names (`var a, b = 1, 2`) defines siblings.
+        while let Some((_, start, end)) = stack.last() {
+            if r.start_byte >= *end || (r.start_byte, r.end_byte) == (*start, *end) {
                 close_top(&mut stack, &mut roots);
             } else {
                 break;
@@ -1151,10 +1163,10 @@ fn merge_small(lines: &Lines<'_>, chunks: Vec<Pending>, sizes: MergeSizes) -> Ve
                     || (lone(prev) && prev.head && nested(&prev.scope, &c.scope)));
             if normal || rescue {
                 // A container's header names the members merged into it; a closing tail or
-                // anonymous top-level glue defers to the unit; a constant defers to any other
-                // definition (it says least of what the chunk does); between equals, the
-                // larger. A lone brace or bare header never names the unit it joins.
-                let constant = |p: &Pending| p.kind == ChunkKind::Constant;
+                // anonymous top-level glue defers to the unit; a named value defers to any
+                // other definition (it says least of what the chunk does); between equals,
+                // the larger. A lone brace or bare header never names the unit it joins.
+                let constant = |p: &Pending| p.kind.is_value();
                 let prev_wins = if !normal {
                     !lone(prev)
                 } else {

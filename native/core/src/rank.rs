@@ -207,7 +207,10 @@ const MODIFIERS: &[&str] = &[
 
 /// The kinds a declaration keyword names, as code spells it (lower case).
 fn declared_kinds(keyword: &str) -> Option<&'static [ChunkKind]> {
-    use ChunkKind::{Class, Enum, Function, Impl, Interface, Macro, Method, Module, Struct, Trait};
+    use ChunkKind::{
+        Class, Constant, Enum, Function, Impl, Interface, Macro, Method, Module, Struct, Trait,
+        Variable,
+    };
     Some(match keyword {
         "def" | "fn" | "func" | "fun" | "function" => &[Function, Method],
         "class" | "struct" | "enum" | "trait" | "interface" | "type" | "protocol" | "record"
@@ -215,6 +218,10 @@ fn declared_kinds(keyword: &str) -> Option<&'static [ChunkKind]> {
         "impl" | "extension" => &[Impl],
         "mod" | "module" | "namespace" => &[Module],
         "macro" | "macro_rules!" => &[Macro],
+        // C's `#define X 1` is a constant and `#define X(a) ...` a macro.
+        "#define" => &[Constant, Macro],
+        "const" | "static" => &[Constant, Variable],
+        "var" | "let" | "val" => &[Variable, Constant],
         _ => return None,
     })
 }
@@ -352,7 +359,12 @@ fn declaration(raw: &str) -> Option<(&str, &'static [ChunkKind])> {
     loop {
         let (word, after) = rest.split_once(char::is_whitespace)?;
         let after = after.trim_start();
-        if MODIFIERS.contains(&word) {
+        // A modifier may be the keyword itself (`const MAX`, `static COUNT`) when no keyword
+        // follows it (`const fn parse`, `static int count`).
+        if MODIFIERS.contains(&word) && declaration(after).is_some() {
+            return declaration(after);
+        }
+        if MODIFIERS.contains(&word) && declared_kinds(word).is_none() {
             rest = after;
             continue;
         }
@@ -364,8 +376,14 @@ fn declaration(raw: &str) -> Option<(&str, &'static [ChunkKind])> {
         let name = name.trim_end_matches(['.', ':']);
         let tail = tail.trim_start();
         let named = name.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '$');
-        let bracketed = tail.is_empty() || tail.starts_with(['(', '<', '{', '[', ':']);
-        return (named && bracketed).then_some((name, kinds));
+        let bracketed = tail.is_empty() || tail.starts_with(['(', '<', '{', '[', ':', '=']);
+        // `static files` and `let me` are sentences: a value keyword takes a name that reads
+        // as one (`MAX_DEPTH`, `ErrNotFound`, `v2`) or is followed by its type or value.
+        let value = kinds.first().is_some_and(|k| k.is_value());
+        let value_named = !value
+            || tail.starts_with([':', '='])
+            || name.contains(|c: char| c.is_uppercase() || c.is_ascii_digit() || c == '_');
+        return (named && bracketed && value_named).then_some((name, kinds));
     }
 }
 
@@ -738,9 +756,9 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
         QueryClass::NaturalLanguage => {
             // No exact-name boost here: a word of a sentence that happens to name a function
             // mostly points away from the code described (doc-to-code NDCG@10 +0.01 on both
-            // halves without it; benches/quality/README.md). A constant describes no
+            // halves without it; benches/quality/README.md). A named value describes no
             // behaviour: a block of them is glue to a sentence.
-            if c.kind.is_definition() && c.kind != ChunkKind::Constant {
+            if c.kind.is_definition() && !c.kind.is_value() {
                 s *= w.definition;
             }
             // A compound identifier is never an ordinary word of the sentence: it names code.
@@ -1299,6 +1317,27 @@ mod tests {
             ),
             ("impl Store", "Store", &[ChunkKind::Impl][..]),
             (
+                "const MAX_DEPTH",
+                "MAX_DEPTH",
+                declared_kinds("const").unwrap(),
+            ),
+            (
+                "export const defaults = {",
+                "defaults",
+                declared_kinds("const").unwrap(),
+            ),
+            (
+                "var ErrNotFound",
+                "ErrNotFound",
+                declared_kinds("var").unwrap(),
+            ),
+            (
+                "#define BUFSIZE",
+                "BUFSIZE",
+                declared_kinds("#define").unwrap(),
+            ),
+            ("const fn parse", "parse", declared_kinds("fn").unwrap()),
+            (
                 "fn Store::open",
                 "Store::open",
                 declared_kinds("fn").unwrap(),
@@ -1316,6 +1355,9 @@ mod tests {
             "fn",
             "def (x)",
             "Class Foo",
+            "static files",
+            "let me know",
+            "const value",
             "def send(self, data):\n    return len(data)",
         ] {
             assert_eq!(declaration(sentence), None, "{sentence}");

@@ -1004,6 +1004,40 @@ fn go_receivers() {
 }
 
 #[test]
+fn go_package_level_variables_are_definitions() {
+    let source = "package mux\n\n\
+        var (\n\
+        \t// ErrNotFound is returned when no route matches.\n\
+        \tErrNotFound = errors.New(\"no matching route\")\n\
+        \tdefaultPort, fallbackPort = 80, 8080\n\
+        )\n\n\
+        var SkipRouter = errors.New(\"skip this router\")\n\n\
+        var _ http.Handler = (*Router)(nil)\n\n\
+        func Serve() {\n\
+        \tvar local = 1\n\
+        \t_ = local\n\
+        }\n";
+    let out = chunk_file(source, Language::Go);
+    let symbols: Vec<(&str, K, u32, u32)> = out
+        .symbols
+        .iter()
+        .map(|s| (s.local_path.as_str(), s.kind, s.start_line, s.end_line))
+        .collect();
+    // One per name of a spec, with its doc comment; the blank identifier and a function's
+    // locals name nothing.
+    assert_eq!(
+        symbols,
+        [
+            ("ErrNotFound", K::Variable, 4, 5),
+            ("defaultPort", K::Variable, 6, 6),
+            ("fallbackPort", K::Variable, 6, 6),
+            ("SkipRouter", K::Variable, 9, 9),
+            ("Serve", K::Function, 13, 16),
+        ]
+    );
+}
+
+#[test]
 fn java_fixture() {
     const SAMPLE: &str = "public final class Sample {";
     const GREETER: &str = "public static class Greeter implements Speaker {";

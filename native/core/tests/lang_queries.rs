@@ -5,24 +5,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use coderecall_core::chunk::ChunkKind;
 use coderecall_core::lang::Language;
 use tree_sitter::{Parser, Query, QueryCursor, StreamingIterator};
-
-/// Definition kinds the chunker understands (`@definition.<kind>`).
-const KINDS: &[&str] = &[
-    "function",
-    "method",
-    "class",
-    "interface",
-    "struct",
-    "enum",
-    "trait",
-    "impl",
-    "module",
-    "type",
-    "macro",
-    "constant",
-];
 
 fn grammar_languages() -> impl Iterator<Item = Language> {
     Language::all()
@@ -57,7 +42,8 @@ fn every_definitions_query_compiles() {
                 || *capture == "receiver"
                 || capture
                     .strip_prefix("definition.")
-                    .is_some_and(|kind| KINDS.contains(&kind));
+                    .and_then(ChunkKind::from_name)
+                    .is_some_and(ChunkKind::is_definition);
             if !known {
                 failures.push(format!("{name}: unexpected capture @{capture}"));
             }

@@ -109,3 +109,18 @@
     (const_spec
       name: (identifier) @name)
     .) @definition.constant)
+
+; Package-level variables (sentinel errors, defaults, registries), not locals in bodies;
+; `var _ Interface = (*T)(nil)` only asserts and names nothing.
+(source_file
+  (var_declaration
+    (var_spec
+      name: (identifier) @name)) @definition.variable
+  (#not-eq? @name "_"))
+
+(source_file
+  (var_declaration
+    (var_spec_list
+      (var_spec
+        name: (identifier) @name) @definition.variable))
+  (#not-eq? @name "_"))
