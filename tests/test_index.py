@@ -373,6 +373,42 @@ def test_a_package_level_variable_is_found_where_it_is_defined(make_repo: MakeRe
         assert [d.path for d in index.implementation_lookup("ErrMethodMismatch")] == ["errors.go"]
 
 
+def test_an_enum_member_is_found_where_it_is_declared(make_repo: MakeRepo) -> None:
+    """`ArgAction::SetTrue`, `Mood.HAPPY`, `COLOR_RED`: an enum's members are definitions of
+    their own, found before the code that matches on them most; a small enum stays one
+    chunk that answers for every member."""
+    arms = "".join(f"        ArgAction::SetTrue if n == {k} => {k},\n" for k in range(12))
+    root = make_repo(
+        {
+            "action.rs": "/// What a flag does.\npub enum ArgAction {\n    /// Store the value.\n"
+            "    Set,\n    /// Store true.\n    SetTrue,\n    /// Count occurrences.\n"
+            "    Count,\n}\n",
+            "parse.rs": "fn parse(a: ArgAction, n: u8) -> u8 {\n    match a {\n"
+            + arms
+            + "        _ => 0,\n    }\n}\n",
+            "Mood.java": "enum Mood { HAPPY, GRUMPY }\n",
+            "color.h": "enum color {\n    COLOR_RED,\n    COLOR_GREEN,\n};\n",
+        }
+    )
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        for query, path, line in (
+            ("ArgAction::SetTrue", "action.rs", 6),
+            ("SetTrue", "action.rs", 6),
+            ("Mood.HAPPY", "Mood.java", 1),
+            ("COLOR_GREEN", "color.h", 3),
+        ):
+            top = index.search(query)[0]
+            assert (top.path, top.start_line <= line <= top.end_line) == (path, True), query
+        [found] = index.implementation_lookup("ArgAction::SetTrue")
+        assert (found.path, found.kind) == ("action.rs", "variant")
+        # The one-line enum stays one chunk: the enum's name finds the enum, a member's name
+        # the member, in the same lines.
+        [enum] = [h for h in index.search("Mood") if h.path == "Mood.java"]
+        [member] = [h for h in index.search("GRUMPY") if h.path == "Mood.java"]
+        assert (enum.kind, enum.start_line, enum.end_line) == ("enum", 1, 1)
+        assert (member.kind, member.start_line, member.end_line) == ("variant", 1, 1)
+
+
 def test_a_name_finds_a_long_function_once(make_repo: MakeRepo) -> None:
     """A function long enough to be cut into windows is one answer to its name, not a page
     of its pieces: its callers come next, its other windows after them."""

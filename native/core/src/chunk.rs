@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -88,11 +88,13 @@ pub enum ChunkKind {
     Text,
     /// A module-level variable (Go's package-level `var`).
     Variable,
+    /// A member of an enum (a Rust variant, a Java enum constant, a C enumerator).
+    Variant,
 }
 
 impl ChunkKind {
     // Stored outlines name a kind by its position here: new kinds go at the end.
-    pub const ALL: [ChunkKind; 16] = [
+    pub const ALL: [ChunkKind; 17] = [
         ChunkKind::Function,
         ChunkKind::Method,
         ChunkKind::Class,
@@ -109,6 +111,7 @@ impl ChunkKind {
         ChunkKind::Section,
         ChunkKind::Text,
         ChunkKind::Variable,
+        ChunkKind::Variant,
     ];
 
     #[must_use]
@@ -130,6 +133,7 @@ impl ChunkKind {
             ChunkKind::Section => "section",
             ChunkKind::Text => "text",
             ChunkKind::Variable => "variable",
+            ChunkKind::Variant => "variant",
         }
     }
 
@@ -144,10 +148,14 @@ impl ChunkKind {
         !matches!(self, ChunkKind::Code | ChunkKind::Section | ChunkKind::Text)
     }
 
-    /// A named value (a constant or a module-level variable): it describes no behaviour.
+    /// A named value (a constant, a module-level variable, an enum's member): it describes
+    /// no behaviour.
     #[must_use]
     pub fn is_value(self) -> bool {
-        matches!(self, ChunkKind::Constant | ChunkKind::Variable)
+        matches!(
+            self,
+            ChunkKind::Constant | ChunkKind::Variable | ChunkKind::Variant
+        )
     }
 
     /// Kinds whose nested functions are methods.
@@ -970,8 +978,11 @@ impl<'l, 'a> Emitter<'l, 'a> {
     fn def(&mut self, def: &Def, lo: usize, scope: &Scope) {
         let local_path = def.local_path.clone();
         // Types split into their members so a hit points at the method asked for; other
-        // units split only when too large. Tiny members merge back in `merge_small`.
-        let splits = def.kind.is_type_like() || def.kind == ChunkKind::Module;
+        // units split only when too large. Tiny members merge back in `merge_small`. An
+        // enum's variants alone do not split it (`enum Mood { Happy, Grumpy }` is one unit
+        // that names them all), only its size does.
+        let splits = (def.kind.is_type_like() || def.kind == ChunkKind::Module)
+            && def.children.iter().any(|c| c.kind != ChunkKind::Variant);
         let fits = self.lines.tokens(lo, def.hi) <= MAX_TOKENS;
         if fits && (!splits || def.children.is_empty()) {
             let names = collect_names(def);

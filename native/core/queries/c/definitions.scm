@@ -86,3 +86,8 @@
 (preproc_def
   name: (identifier) @name
   value: (preproc_arg)) @definition.constant
+
+; An enum's constants (`REDIS_OK`, `Color::Red`).
+(enumerator_list
+  (enumerator
+    name: (identifier) @name) @definition.variant)

@@ -42,3 +42,8 @@
 (local_function_statement
   name: (identifier) @name
   body: (_)) @definition.function
+
+; An enum's members (`Mood.Happy`).
+(enum_member_declaration_list
+  (enum_member_declaration
+    name: (identifier) @name) @definition.variant)

@@ -43,3 +43,8 @@
   ]
   declarator: (variable_declarator
     name: (identifier) @name) @definition.constant)
+
+; An enum's constants (`Mood.HAPPY`).
+(enum_body
+  (enum_constant
+    name: (identifier) @name) @definition.variant)

@@ -31,3 +31,7 @@
 (const_declaration
   (const_element
     (name) @name) @definition.constant)
+
+; An enum's cases (`Suit::Hearts`).
+(enum_case
+  name: (name) @name) @definition.variant

@@ -84,3 +84,8 @@
     (static_item
       name: (identifier) @name)
   ] @definition.constant)
+
+; An enum's variants (`ErrorKind::NotFound`), each a definition of its own.
+(enum_variant_list
+  (enum_variant
+    name: (identifier) @name) @definition.variant)

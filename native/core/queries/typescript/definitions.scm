@@ -168,3 +168,11 @@
     (variable_declarator
       name: (identifier) @name
       value: (class)))) @definition.class
+
+; An enum's members (`SyntaxKind.Identifier`), with a value or without.
+(enum_body
+  name: (property_identifier) @name @definition.variant)
+
+(enum_body
+  (enum_assignment
+    name: (property_identifier) @name) @definition.variant)
