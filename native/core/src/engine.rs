@@ -25,8 +25,8 @@ use crate::hash::{IntMap, file_hash};
 use crate::lang::{Language, module_path};
 use crate::rank::{
     Candidate, PHRASE_RUN, PathClass, Query, QueryClass, Weights, classify_path, diversify,
-    fingerprints, inherit_from_neighbours, is_test_scope, phrase_factor, quoted_sketch, score,
-    sketch_admits,
+    fingerprints, inherit_from_neighbours, is_generated_head, is_test_scope, phrase_factor,
+    quoted_sketch, score, sketch_admits,
 };
 use crate::store::{
     Changes, FileVersion, GcStats, SkippedFile, Store, ViewCounts, ViewEntry, ViewUpdate,
@@ -69,7 +69,7 @@ const _: () = assert!(UPDATE_BATCH_BYTES >= DICTIONARY_MIN_BATCH as i64);
 const MIN_CANDIDATES: usize = 200;
 /// The lexical snapshot's sidecar format: the analyzer's version, and a generation of the
 /// fields each document carries (the high byte), so a snapshot of another is rebuilt.
-const META_FORMAT: u32 = crate::analyzer::VERSION | (1 << 24);
+const META_FORMAT: u32 = crate::analyzer::VERSION | (2 << 24);
 const _: () = assert!(crate::analyzer::VERSION < 1 << 24);
 /// Plain-language candidates the phrase rule considers: a message's writer stood at 12 to 170
 /// before the rule in large projects, and only those whose sketch admits the query are read.
@@ -252,6 +252,9 @@ struct DocMeta {
     /// [`quoted_sketch`] of the chunk's text: the phrase rule reads a chunk only when its
     /// sketch admits the query.
     quoted: u64,
+    /// The chunk opens its file with a generator's banner ([`is_generated_head`]); known only
+    /// while the chunk is added (its path keeps it).
+    generated_head: bool,
 }
 
 impl DocMeta {
@@ -266,6 +269,7 @@ impl DocMeta {
         DocMeta {
             kind,
             quoted,
+            generated_head: false,
             symbol_prints: fingerprints(&symbol.to_lowercase()),
             name_prints: names
                 .split(' ')
@@ -288,9 +292,19 @@ struct PathMeta {
     file_hash: i64,
     language: Language,
     chunks: u32,
+    /// The file's text says a tool wrote it, whatever its path says.
+    generated: bool,
     /// Classified and analysed once here rather than for every candidate of every query.
     class: PathClass,
     prints: Box<[u32]>,
+}
+
+/// [`classify_path`], and a source file whose text says it was generated is generated.
+fn path_class(path: &str, generated: bool) -> PathClass {
+    match classify_path(path) {
+        PathClass::Source if generated => PathClass::Generated,
+        class => class,
+    }
 }
 
 /// The in-memory lexical state: BM25F plus what it was built from.
@@ -500,11 +514,13 @@ impl Lexical {
         let mut batch = Vec::with_capacity(paths.iter().map(|(_, docs)| docs.len()).sum());
         for (entry, chunks) in paths {
             let count = chunks.iter().map(|(o, ..)| o + 1).max().unwrap_or(0);
+            let mut generated = false;
             for (ordinal, meta, analyzed) in chunks {
                 let key = doc_key(entry.path_id, ordinal);
                 for name in meta.names.split(' ').filter(|n| !n.is_empty()) {
                     self.names.entry(name.to_lowercase()).or_default().push(key);
                 }
+                generated |= meta.generated_head;
                 batch.push((key, analyzed));
                 self.docs.insert(key, meta);
             }
@@ -515,7 +531,8 @@ impl Lexical {
                     file_hash: entry.file_hash,
                     language: entry.language,
                     chunks: count,
-                    class: classify_path(&entry.path),
+                    generated,
+                    class: path_class(&entry.path, generated),
                     prints: fingerprints(&entry.path),
                 },
             );
@@ -559,6 +576,7 @@ impl Lexical {
             w.i64(p.file_hash);
             w.str(p.language.name());
             w.var(u64::from(p.chunks));
+            w.var(u64::from(p.generated));
         }
         let mut docs: Vec<_> = self.docs.iter().collect();
         docs.sort_unstable_by_key(|(key, _)| **key);
@@ -593,18 +611,21 @@ impl Lexical {
             let path = r.str()?;
             let file_hash = r.i64()?;
             let language = Language::from_name(r.str()?)?;
-            records.push((id, path, file_hash, language, u32::try_from(r.var()?).ok()?));
+            let chunks = u32::try_from(r.var()?).ok()?;
+            let generated = r.var()? != 0;
+            records.push((id, path, file_hash, language, chunks, generated));
         }
         let paths: IntMap<u32, PathMeta> = records
             .into_par_iter()
-            .map(|(id, path, file_hash, language, chunks)| {
+            .map(|(id, path, file_hash, language, chunks, generated)| {
                 let meta = PathMeta {
-                    class: classify_path(path),
+                    class: path_class(path, generated),
                     prints: fingerprints(path),
                     path: path.to_owned(),
                     file_hash,
                     language,
                     chunks,
+                    generated,
                 };
                 (id, meta)
             })
@@ -658,14 +679,17 @@ impl Lexical {
 }
 
 fn doc_meta(c: &Chunk) -> DocMeta {
-    DocMeta::new(
+    let mut meta = DocMeta::new(
         c.kind,
         &c.symbol,
         &c.local_path,
         &c.names,
         (c.start_line, c.end_line),
         quoted_sketch(&c.content),
-    )
+    );
+    // The chunk that holds the head of the file (a blank line or two may come first).
+    meta.generated_head = c.start_line <= 3 && is_generated_head(&c.content);
+    meta
 }
 
 /// The lexical documents of one path's chunks, keyed by ordinal.
@@ -2965,6 +2989,63 @@ class Other:
         again("corrupt snapshot");
         fs::remove_file(&lexical).unwrap();
         again("missing snapshot");
+    }
+
+    #[test]
+    fn a_file_that_says_it_was_generated_ranks_below_source() {
+        // The generated file holds the words more often (it outranks the source without the
+        // rule); its banner, not its name, gives it away, and the snapshot keeps that for the
+        // next process.
+        let generated = format!(
+            "// Code generated by routegen. DO NOT EDIT.\n\npackage mux\n\n{}",
+            (0..8)
+                .map(|i| format!(
+                    "// matchRoute{i} reports whether route {i} matches the path: a route match.\n\
+                     func matchRoute{i}(p string) bool {{ return matchRoute(p) }}\n"
+                ))
+                .collect::<String>()
+        );
+        let source = "package mux\n\n// matchRoute reports whether a route matches the path.\n\
+                      func matchRoute(p string) bool {\n\treturn p != \"\"\n}\n";
+        let repo = Repo::new(&[("routes.go", generated.as_str()), ("match.go", source)]);
+        let engine = repo.open();
+        engine
+            .update(
+                repo.root.path(),
+                &repo.inputs(&["routes.go", "match.go"]),
+                &[],
+                1 << 20,
+            )
+            .unwrap();
+        let paths = |engine: &Engine| -> Vec<String> {
+            search(engine, "route match path")
+                .into_iter()
+                .map(|h| h.path)
+                .collect()
+        };
+        assert_eq!(paths(&engine).first().map(String::as_str), Some("match.go"));
+        let lx = engine.lexical.read().unwrap();
+        let classes: Vec<(&str, PathClass)> = {
+            let mut v: Vec<_> = lx
+                .paths
+                .values()
+                .map(|p| (p.path.as_str(), p.class))
+                .collect();
+            v.sort_unstable_by_key(|(p, _)| *p);
+            v
+        };
+        assert_eq!(
+            classes,
+            [
+                ("match.go", PathClass::Source),
+                ("routes.go", PathClass::Generated)
+            ]
+        );
+        drop(lx);
+        let expected = paths(&engine);
+        drop(engine);
+        let engine = repo.open();
+        assert_eq!(paths(&engine), expected, "the class survives the snapshot");
     }
 
     #[test]
