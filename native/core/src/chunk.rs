@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -957,7 +957,16 @@ impl<'l, 'a> Emitter<'l, 'a> {
         let mut first = !scope.local_path.is_empty();
         for def in defs {
             if def.hi <= cursor {
-                continue; // shares a line with a previous unit that already covers it
+                // Shares a line with a previous unit that already covers it (`case a, b`):
+                // that unit answers for its names too.
+                if let Some(last) = self.chunks.last_mut().filter(|c| c.lo <= def.lo) {
+                    for name in collect_names(def) {
+                        if !last.names.contains(&name) {
+                            last.names.push(name);
+                        }
+                    }
+                }
+                continue;
             }
             let before = self.chunks.len();
             self.gap(cursor, def.lo.max(cursor), scope);

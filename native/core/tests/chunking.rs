@@ -1351,6 +1351,8 @@ fn kotlin_fixture() {
             (K::Interface, "Speaker", 10, 15),
             (K::Method, "Speaker.speakAll", 14, 14),
             (K::Enum, "Mood", 17, 22),
+            (K::Variant, "Mood.HAPPY", 18, 18),
+            (K::Variant, "Mood.GRUMPY", 19, 19),
             (K::Method, "Mood.flip", 21, 21),
             (K::Class, "Greeting", 24, 24),
             (K::Class, "Prefix", 26, 30),
@@ -1398,6 +1400,8 @@ fn swift_fixture() {
             (K::Type, "Names", 7, 7),
             (K::Interface, "Speaker", 9, 12),
             (K::Enum, "Mood", 14, 22),
+            (K::Variant, "Mood.happy", 15, 15),
+            (K::Variant, "Mood.grumpy", 15, 15),
             (K::Method, "Mood.flipped", 19, 21),
             (K::Struct, "Greeting", 24, 27),
             (K::Class, "Greeter", 29, 48),
@@ -1423,7 +1427,7 @@ fn swift_fixture() {
             ("Counter.increment", "actor Counter {"),
         ],
         units: vec![
-            unit(14, 22, K::Enum, "Mood").names(&["Mood", "flipped"]),
+            unit(14, 22, K::Enum, "Mood").names(&["Mood", "happy", "grumpy", "flipped"]),
             // Doc comment and attribute open the class's first chunk.
             unit(29, 41, K::Class, "Greeter").names(&["Greeter", "init", "deinit"]),
             // The class's last method takes its closing brace, not the extension after it.
@@ -1458,6 +1462,8 @@ fn scala_fixture() {
             (K::Method, "Greeter.apply", 35, 35),
             // An indentation-based enum ends with its last member.
             (K::Enum, "Color", 38, 42),
+            (K::Variant, "Color.Red", 39, 39),
+            (K::Variant, "Color.Green", 40, 40),
             (K::Method, "Color.hex", 42, 42),
             (K::Class, "Main", 44, 49),
             (K::Method, "Main.main", 45, 48),

@@ -33,3 +33,7 @@
 
 (type_alias
   type: (identifier) @name) @definition.type
+
+; An enum class's entries (`Mood.HAPPY`).
+(enum_entry
+  (identifier) @name) @definition.variant

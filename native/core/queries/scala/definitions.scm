@@ -28,3 +28,10 @@
 (type_definition
   name: (type_identifier) @name
   type: (_)) @definition.type
+
+; An enum's cases (`case Red, Green` and `case Planet(mass: Double)`).
+(simple_enum_case
+  name: (identifier) @name) @definition.variant
+
+(full_enum_case
+  name: (identifier) @name) @definition.variant

@@ -50,3 +50,7 @@
 
 (typealias_declaration
   name: (type_identifier) @name) @definition.type
+
+; An enum's cases, one per name (`case north, south`).
+(enum_entry
+  name: _ @name) @definition.variant
