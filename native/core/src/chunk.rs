@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 8;
+pub const VERSION: u32 = 9;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -326,7 +326,7 @@ pub fn chunk_file_with(source: &str, lang: Language, sizes: MergeSizes) -> FileC
                         let defs;
                         (defs, refs) = definitions_and_refs(&tree, lang, query, source, &lines);
                         out.symbols = defs.symbols(separator(lang));
-                        out.range(&defs.roots, 0, lines.len(), &Scope::root());
+                        out.range(&defs.roots, 0, lines.len(), &Scope::root(), false);
                     }
                     None => {
                         fell_back = true;
@@ -950,12 +950,13 @@ impl<'l, 'a> Emitter<'l, 'a> {
         }
     }
 
-    /// Emits rows `lo..hi` of a scope: its definitions and the glue between them.
-    fn range(&mut self, defs: &[Def], lo: usize, hi: usize, scope: &Scope) {
+    /// Emits rows `lo..hi` of a scope: its definitions and the glue between them (values
+    /// left in the glue with `skip_values`).
+    fn range(&mut self, defs: &[Def], lo: usize, hi: usize, scope: &Scope, skip_values: bool) {
         let outer = std::mem::replace(&mut self.scope, scope.id.clone());
         let mut cursor = lo;
         let mut first = !scope.local_path.is_empty();
-        for def in defs {
+        for def in defs.iter().filter(|d| !(skip_values && d.kind.is_value())) {
             if def.hi <= cursor {
                 // Shares a line with a previous unit that already covers it (`case a, b`):
                 // that unit answers for its names too.
@@ -990,8 +991,8 @@ impl<'l, 'a> Emitter<'l, 'a> {
         // units split only when too large. Tiny members merge back in `merge_small`. An
         // enum's variants alone do not split it (`enum Mood { Happy, Grumpy }` is one unit
         // that names them all), only its size does.
-        let splits = (def.kind.is_type_like() || def.kind == ChunkKind::Module)
-            && def.children.iter().any(|c| c.kind != ChunkKind::Variant);
+        let container = def.kind.is_type_like() || def.kind == ChunkKind::Module;
+        let splits = container && def.children.iter().any(|c| c.kind != ChunkKind::Variant);
         let fits = self.lines.tokens(lo, def.hi) <= MAX_TOKENS;
         if fits && (!splits || def.children.is_empty()) {
             let names = collect_names(def);
@@ -1006,24 +1007,38 @@ impl<'l, 'a> Emitter<'l, 'a> {
             );
             return;
         }
-        if def.children.is_empty() {
+        // Values declared in a function's body (a Rust `const`) are no place to cut it: an
+        // oversized function is cut at its nested functions only, or windowed, and each
+        // piece names the values it holds. (A type splits at its members, values included.)
+        let skip_values = !container;
+        let first = self.chunks.len();
+        if skip_values && def.children.iter().all(|c| c.kind.is_value()) {
             self.windows(lo, def.hi, def.kind, &def.name, &local_path, &scope.context);
-            return;
+        } else {
+            let mut context = scope.context.clone();
+            if !context.is_empty() {
+                context.push('\n');
+            }
+            context.push_str(&def.header);
+            let inner = Scope {
+                id: format!("{}/{lo}", scope.id),
+                local_path,
+                context,
+                gap_context: scope.context.clone(),
+                kind: def.kind,
+                name: def.name.clone(),
+            };
+            self.range(&def.children, lo, def.hi, &inner, skip_values);
         }
-        let mut context = scope.context.clone();
-        if !context.is_empty() {
-            context.push('\n');
+        if skip_values {
+            for value in def.children.iter().filter(|c| c.kind.is_value()) {
+                for piece in &mut self.chunks[first..] {
+                    if piece.lo <= value.lo && value.lo < piece.hi {
+                        piece.names.extend(collect_names(value));
+                    }
+                }
+            }
         }
-        context.push_str(&def.header);
-        let inner = Scope {
-            id: format!("{}/{lo}", scope.id),
-            local_path,
-            context,
-            gap_context: scope.context.clone(),
-            kind: def.kind,
-            name: def.name.clone(),
-        };
-        self.range(&def.children, lo, def.hi, &inner);
     }
 
     /// Glue between definitions: imports, statements, fields, closing braces.

@@ -1009,6 +1009,14 @@ fn go_receivers() {
     );
 }
 
+/// `(local path, kind, start line, end line)` of each symbol.
+fn symbol_spans(out: &FileChunks) -> Vec<(&str, K, u32, u32)> {
+    out.symbols
+        .iter()
+        .map(|s| (s.local_path.as_str(), s.kind, s.start_line, s.end_line))
+        .collect()
+}
+
 #[test]
 fn go_package_level_variables_are_definitions() {
     let source = "package mux\n\n\
@@ -1024,11 +1032,7 @@ fn go_package_level_variables_are_definitions() {
         \t_ = local\n\
         }\n";
     let out = chunk_file(source, Language::Go);
-    let symbols: Vec<(&str, K, u32, u32)> = out
-        .symbols
-        .iter()
-        .map(|s| (s.local_path.as_str(), s.kind, s.start_line, s.end_line))
-        .collect();
+    let symbols = symbol_spans(&out);
     // One per name of a spec, with its doc comment; the blank identifier and a function's
     // locals name nothing.
     assert_eq!(
@@ -1044,6 +1048,31 @@ fn go_package_level_variables_are_definitions() {
 }
 
 #[test]
+fn rust_items_in_a_function_body_are_definitions() {
+    let source = "fn usage() -> String {\n    \
+        /// Indent of a flag's help.\n    \
+        const DASH_SPACE: usize = 2;\n    \
+        static SEEN: AtomicBool = AtomicBool::new(false);\n    \
+        let width = DASH_SPACE + 1;\n    \
+        format!(\"{width}\")\n\
+        }\n";
+    let out = chunk_file(source, Language::Rust);
+    let symbols = symbol_spans(&out);
+    // Items, with their doc comments; `let` bindings are not definitions.
+    assert_eq!(
+        symbols,
+        [
+            ("usage", K::Function, 1, 7),
+            ("usage::DASH_SPACE", K::Constant, 2, 3),
+            ("usage::SEEN", K::Constant, 4, 4),
+        ]
+    );
+    // The function stays one chunk that answers for its items' names.
+    assert_eq!(out.chunks.len(), 1);
+    assert_eq!(out.chunks[0].names, "usage DASH_SPACE SEEN");
+}
+
+#[test]
 fn java_fixture() {
     const SAMPLE: &str = "public final class Sample {";
     const GREETER: &str = "public static class Greeter implements Speaker {";
@@ -1051,7 +1080,7 @@ fn java_fixture() {
         lang: Language::Java,
         symbols: &[
             (K::Class, "Sample", 6, 60),
-            (K::Constant, "Sample.DEFAULT_NAME", 9, 9),
+            (K::Constant, "Sample.DEFAULT_NAME", 8, 9),
             (K::Interface, "Sample.Speaker", 11, 18),
             (K::Method, "Sample.Speaker.speakAll", 15, 17),
             (K::Enum, "Sample.Mood", 20, 27),

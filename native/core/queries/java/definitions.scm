@@ -44,6 +44,23 @@
   declarator: (variable_declarator
     name: (identifier) @name) @definition.constant)
 
+; A declaration of one constant is captured whole as well (the wider capture wins), so its
+; Javadoc, which precedes the modifiers rather than the declarator, stays with it.
+(field_declaration
+  [
+    (modifiers
+      "static"
+      "final")
+    (modifiers
+      "final"
+      "static")
+  ]
+  type: (_)
+  .
+  declarator: (variable_declarator
+    name: (identifier) @name)
+  .) @definition.constant
+
 ; An enum's constants (`Mood.HAPPY`).
 (enum_body
   (enum_constant

@@ -68,22 +68,15 @@
 (type_item
   name: (type_identifier) @name) @definition.type
 
-; Item-level constants and statics (top level, modules, impls, traits), not locals in bodies.
-(source_file
-  [
-    (const_item
-      name: (identifier) @name)
-    (static_item
-      name: (identifier) @name)
-  ] @definition.constant)
-
-(declaration_list
-  [
-    (const_item
-      name: (identifier) @name)
-    (static_item
-      name: (identifier) @name)
-  ] @definition.constant)
+; Constants and statics wherever an item may stand (top level, modules, impls, traits, and a
+; function's body: `const DASH_SPACE: usize = 2;` is an item there too); `let` bindings are
+; not definitions.
+[
+  (const_item
+    name: (identifier) @name)
+  (static_item
+    name: (identifier) @name)
+] @definition.constant
 
 ; An enum's variants (`ErrorKind::NotFound`), each a definition of its own.
 (enum_variant_list
