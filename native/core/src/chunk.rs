@@ -1012,7 +1012,11 @@ impl<'l, 'a> Emitter<'l, 'a> {
         // piece names the values it holds. (A type splits at its members, values included.)
         let skip_values = !container;
         let first = self.chunks.len();
-        if skip_values && def.children.iter().all(|c| c.kind.is_value()) {
+        if def
+            .children
+            .iter()
+            .all(|c| skip_values && c.kind.is_value())
+        {
             self.windows(lo, def.hi, def.kind, &def.name, &local_path, &scope.context);
         } else {
             let mut context = scope.context.clone();
