@@ -1073,6 +1073,23 @@ fn rust_items_in_a_function_body_are_definitions() {
 }
 
 #[test]
+fn python_class_constants_are_definitions() {
+    let source = "class Color(Enum):\n    RED = 1\n    GREEN = 2\n    label = \"x\"\n\n    \
+        def shade(self):\n        LOCAL = 3\n        return LOCAL\n";
+    let out = chunk_file(source, Language::Python);
+    // Upper-case names in the class body; not lower-case attributes, not a method's locals.
+    assert_eq!(
+        symbol_spans(&out),
+        [
+            ("Color", K::Class, 1, 8),
+            ("Color.RED", K::Constant, 2, 2),
+            ("Color.GREEN", K::Constant, 3, 3),
+            ("Color.shade", K::Method, 6, 8),
+        ]
+    );
+}
+
+#[test]
 fn java_fixture() {
     const SAMPLE: &str = "public final class Sample {";
     const GREETER: &str = "public static class Greeter implements Speaker {";

@@ -32,3 +32,11 @@
     (assignment
       left: (identifier) @name)) @definition.constant
   (#match? @name "^_*[A-Z][A-Z0-9_]+$"))
+
+; Class-level constants and enum members: `TIMEOUT = 30` and `RED = 1` in a class body.
+(class_definition
+  body: (block
+    (expression_statement
+      (assignment
+        left: (identifier) @name)) @definition.constant)
+  (#match? @name "^_*[A-Z][A-Z0-9_]+$"))
