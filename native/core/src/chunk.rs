@@ -916,6 +916,15 @@ struct Pending {
 }
 
 impl Pending {
+    /// Names the chunk answers for too, each once.
+    fn add_names(&mut self, names: impl IntoIterator<Item = String>) {
+        for name in names {
+            if !self.names.contains(&name) {
+                self.names.push(name);
+            }
+        }
+    }
+
     fn finish(self, lines: &Lines<'_>, sep: &str) -> Chunk {
         let content = lines.text(self.lo, self.hi).to_owned();
         Chunk {
@@ -961,11 +970,7 @@ impl<'l, 'a> Emitter<'l, 'a> {
                 // Shares a line with a previous unit that already covers it (`case a, b`):
                 // that unit answers for its names too.
                 if let Some(last) = self.chunks.last_mut().filter(|c| c.lo <= def.lo) {
-                    for name in collect_names(def) {
-                        if !last.names.contains(&name) {
-                            last.names.push(name);
-                        }
-                    }
+                    last.add_names(collect_names(def));
                 }
                 continue;
             }
@@ -1038,7 +1043,7 @@ impl<'l, 'a> Emitter<'l, 'a> {
             for value in def.children.iter().filter(|c| c.kind.is_value()) {
                 for piece in &mut self.chunks[first..] {
                     if piece.lo <= value.lo && value.lo < piece.hi {
-                        piece.names.extend(collect_names(value));
+                        piece.add_names(collect_names(value));
                     }
                 }
             }
@@ -1223,10 +1228,8 @@ fn merge_small(lines: &Lines<'_>, chunks: Vec<Pending>, sizes: MergeSizes) -> Ve
                 // container's name; a member that absorbs it does not define the container,
                 // and would otherwise answer for its name like the header that does.
                 let container_gap = c.glue && !c.head && prev_wins;
-                for n in c.names {
-                    if !container_gap && !prev.names.contains(&n) {
-                        prev.names.push(n);
-                    }
+                if !container_gap {
+                    prev.add_names(c.names);
                 }
                 if !prev_wins {
                     prev.kind = c.kind;
