@@ -409,6 +409,62 @@ def test_an_enum_member_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
         assert (member.kind, member.start_line, member.end_line) == ("variant", 1, 1)
 
 
+def test_a_struct_field_is_found_where_it_is_declared(make_repo: MakeRepo) -> None:
+    """`Config.retry_limit`, `Router.NotFoundHandler`, `client.flags`: a struct's fields are
+    definitions of their own, found before the code that reads them most; the struct stays
+    one chunk, and a method that shares a field's name keeps its callers."""
+    reads = "".join(f"    total += cfg.retry_limit * {k};\n" for k in range(12))
+    root = make_repo(
+        {
+            "config.rs": "/// Settings.\npub struct Config {\n    /// Tries before giving up.\n"
+            "    pub retry_limit: u32,\n    pub verbose: bool,\n}\n\nimpl Config {\n"
+            "    pub fn verbose(&mut self, on: bool) -> &mut Self {\n        self.verbose = on;\n"
+            "        self\n    }\n}\n",
+            "use.rs": "fn total(cfg: &mut Config) -> u32 {\n    let mut total = 0;\n"
+            + reads
+            + "    cfg.verbose(true);\n    total\n}\n",
+            "mux.go": "package mux\n\ntype Router struct {\n\tNotFoundHandler Handler\n"
+            "\tstrictSlash     bool\n}\n",
+            "client.h": "struct client {\n    int flags;\n    char *name;\n};\n",
+            "settings.py": "@dataclass\nclass Settings:\n    timeout: float = 3.0\n"
+            "    hosts: list[str] = field(default_factory=list)\n",
+            "options.ts": "export interface Options {\n  retries: number;\n}\n",
+            "Client.java": "class Client {\n    private int port;\n}\n",
+        }
+    )
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        for query, path, line in (
+            ("Config.retry_limit", "config.rs", 4),
+            ("retry_limit", "config.rs", 4),
+            ("Router.NotFoundHandler", "mux.go", 4),
+            ("client.flags", "client.h", 2),
+        ):
+            top = index.search(query)[0]
+            assert (top.path, top.start_line <= line <= top.end_line) == (path, True), query
+        [found] = index.implementation_lookup("Config.retry_limit")
+        # Its doc comment comes with it.
+        assert (found.path, found.kind, found.start_line) == ("config.rs", "field", 3)
+        for name, path, line in (
+            ("Settings.hosts", "settings.py", 4),
+            ("Options.retries", "options.ts", 2),
+            ("Client.port", "Client.java", 2),
+        ):
+            [found] = index.implementation_lookup(name)
+            assert (found.path, found.kind, found.start_line) == (path, "field", line), name
+        [struct] = [h for h in index.search("Config") if h.path == "config.rs"][:1]
+        assert (struct.kind, struct.start_line, struct.end_line) == ("struct", 1, 6)
+        # A method that shares a field's name comes first, and `cfg.verbose(true)` calls it,
+        # not the field.
+        assert [d.kind for d in index.implementation_lookup("Config.verbose")] == [
+            "method",
+            "field",
+        ]
+        result = index.call_graph("total", direction="callees")
+        assert [(e.callee_text, e.callee and e.callee.kind) for e in result.callees] == [
+            ("cfg.verbose", "method")
+        ]
+
+
 def test_a_name_finds_a_long_function_once(make_repo: MakeRepo) -> None:
     """A function long enough to be cut into windows is one answer to its name, not a page
     of its pieces: its callers come next, its other windows after them."""

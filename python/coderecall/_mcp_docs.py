@@ -22,8 +22,8 @@ Search this codebase by meaning and by keywords at once (hybrid BM25 + embedding
 the matching code chunks with their source text. Use it first when you need to find where
 something is implemented, defined or handled: an identifier spelled as in the code
 (`TokenStore`, `Client.send`), a declaration to prefer a kind (`class TokenStore`,
-`fn refresh`), a constant or an enum member (`MAX_RETRIES`, `ErrorKind::NotFound`), a path
-fragment, a plain-language description
+`fn refresh`), a constant, an enum member or a struct's field (`MAX_RETRIES`,
+`ErrorKind::NotFound`, `Config.timeout`), a path fragment, a plain-language description
 ("where are access tokens refreshed"), or an error message pasted as the log prints it (the
 code that writes it comes first). Cheaper and more complete than grepping file by file.
 

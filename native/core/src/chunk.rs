@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 10;
+pub const VERSION: u32 = 11;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -90,11 +90,13 @@ pub enum ChunkKind {
     Variable,
     /// A member of an enum (a Rust variant, a Java enum constant, a C enumerator).
     Variant,
+    /// A field of a struct or union (Rust, Go, C).
+    Field,
 }
 
 impl ChunkKind {
     // Stored outlines name a kind by its position here: new kinds go at the end.
-    pub const ALL: [ChunkKind; 17] = [
+    pub const ALL: [ChunkKind; 18] = [
         ChunkKind::Function,
         ChunkKind::Method,
         ChunkKind::Class,
@@ -112,6 +114,7 @@ impl ChunkKind {
         ChunkKind::Text,
         ChunkKind::Variable,
         ChunkKind::Variant,
+        ChunkKind::Field,
     ];
 
     #[must_use]
@@ -134,6 +137,7 @@ impl ChunkKind {
             ChunkKind::Text => "text",
             ChunkKind::Variable => "variable",
             ChunkKind::Variant => "variant",
+            ChunkKind::Field => "field",
         }
     }
 
@@ -148,14 +152,21 @@ impl ChunkKind {
         !matches!(self, ChunkKind::Code | ChunkKind::Section | ChunkKind::Text)
     }
 
-    /// A named value (a constant, a module-level variable, an enum's member): it describes
-    /// no behaviour.
+    /// A named value (a constant, a module-level variable, an enum's member, a field): it
+    /// describes no behaviour.
     #[must_use]
     pub fn is_value(self) -> bool {
         matches!(
             self,
-            ChunkKind::Constant | ChunkKind::Variable | ChunkKind::Variant
+            ChunkKind::Constant | ChunkKind::Variable | ChunkKind::Variant | ChunkKind::Field
         )
+    }
+
+    /// A member that only describes its type's data (an enum's member, a struct's field):
+    /// members alone do not split their type.
+    #[must_use]
+    pub fn is_member(self) -> bool {
+        matches!(self, ChunkKind::Variant | ChunkKind::Field)
     }
 
     /// Kinds whose nested functions are methods.
@@ -730,9 +741,19 @@ fn definitions_and_refs(
         });
     }
     // Two patterns may capture one definition (e.g. with and without its decorator or export
-    // wrapper); keep the widest node per name.
+    // wrapper); keep the widest node per name, and of two as wide the one that is not a mere
+    // field (a Java `static final` field is a constant).
     raw.sort_by(|a, b| {
-        (a.name_start, b.end_byte - b.start_byte).cmp(&(b.name_start, a.end_byte - a.start_byte))
+        (
+            a.name_start,
+            b.end_byte - b.start_byte,
+            a.kind == ChunkKind::Field,
+        )
+            .cmp(&(
+                b.name_start,
+                a.end_byte - a.start_byte,
+                b.kind == ChunkKind::Field,
+            ))
     });
     raw.dedup_by_key(|d| d.name_start);
     raw.sort_by(|a, b| (a.start_byte, b.end_byte).cmp(&(b.start_byte, a.end_byte)));
@@ -994,10 +1015,10 @@ impl<'l, 'a> Emitter<'l, 'a> {
         let local_path = def.local_path.clone();
         // Types split into their members so a hit points at the method asked for; other
         // units split only when too large. Tiny members merge back in `merge_small`. An
-        // enum's variants alone do not split it (`enum Mood { Happy, Grumpy }` is one unit
-        // that names them all), only its size does.
+        // enum's variants or a struct's fields alone do not split it (`enum Mood { Happy,
+        // Grumpy }` is one unit that names them all), only its size does.
         let container = def.kind.is_type_like() || def.kind == ChunkKind::Module;
-        let splits = container && def.children.iter().any(|c| c.kind != ChunkKind::Variant);
+        let splits = container && def.children.iter().any(|c| !c.kind.is_member());
         let fits = self.lines.tokens(lo, def.hi) <= MAX_TOKENS;
         if fits && (!splits || def.children.is_empty()) {
             let names = collect_names(def);

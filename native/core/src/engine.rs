@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use rayon::prelude::*;
 
 use crate::bm25::{AnalyzedDoc, Bm25Index, Bm25Params, DocFields, analyze_doc};
-use crate::chunk::{Chunk, ChunkKind, FileChunks, chunk_file, join_symbol_path, shown_symbol_path};
+use crate::chunk::{
+    Chunk, ChunkKind, FileChunks, Symbol, chunk_file, join_symbol_path, shown_symbol_path,
+};
 use crate::decode::Encoding;
 use crate::error::{Error, Result};
 use crate::graph::Graph;
@@ -29,7 +31,8 @@ use crate::rank::{
     quoted_sketch, score, sketch_admits,
 };
 use crate::store::{
-    Changes, FileVersion, GcStats, SkippedFile, Store, ViewCounts, ViewEntry, ViewUpdate,
+    Changes, ChunksAndSymbols, FileVersion, GcStats, SkippedFile, Store, ViewCounts, ViewEntry,
+    ViewUpdate,
 };
 
 pub const DB_FILE: &str = "index.db";
@@ -69,7 +72,7 @@ const _: () = assert!(UPDATE_BATCH_BYTES >= DICTIONARY_MIN_BATCH as i64);
 const MIN_CANDIDATES: usize = 200;
 /// The lexical snapshot's sidecar format: the analyzer's version, and a generation of the
 /// fields each document carries (the high byte), so a snapshot of another is rebuilt.
-const META_FORMAT: u32 = crate::analyzer::VERSION | (2 << 24);
+const META_FORMAT: u32 = crate::analyzer::VERSION | (3 << 24);
 const _: () = assert!(crate::analyzer::VERSION < 1 << 24);
 /// Plain-language candidates the phrase rule considers: a message's writer stood at 12 to 170
 /// before the rule in large projects, and only those whose sketch admits the query are read.
@@ -248,6 +251,9 @@ struct DocMeta {
     symbol_prints: Box<[u32]>,
     /// Fingerprints of the other names the chunk defines (small units merged into it).
     name_prints: Box<[Box<[u32]>]>,
+    /// Bit `i`: `name_prints[i]` names only values (fields, constants, enum members) in the
+    /// file ([`value_names`]).
+    value_names: u64,
     test_scope: bool,
     /// [`quoted_sketch`] of the chunk's text: the phrase rule reads a chunk only when its
     /// sketch admits the query.
@@ -265,10 +271,12 @@ impl DocMeta {
         names: &str,
         lines: (u32, u32),
         quoted: u64,
+        value_names: u64,
     ) -> Self {
         DocMeta {
             kind,
             quoted,
+            value_names,
             generated_head: false,
             symbol_prints: fingerprints(&symbol.to_lowercase()),
             name_prints: names
@@ -385,8 +393,9 @@ fn in_file_order(scored: &mut [(f32, (u64, Channels))], lx: &Lexical, query: &Qu
 /// Lowers all but the first (best) window of a unit split into several (a long function):
 /// a name asks for the definition once, and its other windows, scored alike, would fill the
 /// page. `scored` must be in rank order; it is left in rank order.
-/// Windows of one unit are consecutive chunks of its file with its path (two overloads
-/// with other code between them stay apart).
+/// Windows of one unit are consecutive chunks of its file with its path and kind (two
+/// overloads with other code between them stay apart, and so do a Rust struct and the
+/// `impl` block after it).
 fn one_hit_per_unit(scored: &mut [(f32, (u64, Channels))], lx: &Lexical) {
     let head = |key: u64| {
         let mut key = key;
@@ -397,6 +406,7 @@ fn one_hit_per_unit(scored: &mut [(f32, (u64, Channels))], lx: &Lexical) {
                 .map(|o| doc_key(path_id_of(key), o))
             && let Some(previous) = lx.docs.get(&before)
             && previous.local_path == doc.local_path
+            && previous.kind == doc.kind
         {
             key = before;
         }
@@ -592,6 +602,7 @@ impl Lexical {
             w.var(u64::from(d.start_line));
             w.var(u64::from(d.end_line.saturating_sub(d.start_line)));
             w.var(d.quoted);
+            w.var(d.value_names);
         }
         w.into_inner()
     }
@@ -639,6 +650,7 @@ impl Lexical {
             let start = u32::try_from(r.var()?).ok()?;
             let end = start.checked_add(u32::try_from(r.var()?).ok()?)?;
             let quoted = r.var()?;
+            let value_names = r.var()?;
             records.push((
                 key,
                 kind,
@@ -646,17 +658,19 @@ impl Lexical {
                 local_path,
                 names_text,
                 (start, end),
-                quoted,
+                (quoted, value_names),
             ));
         }
         let metas: Vec<(u64, DocMeta)> = records
             .into_par_iter()
-            .map(|(key, kind, symbol, local_path, names, lines, quoted)| {
-                (
-                    key,
-                    DocMeta::new(kind, symbol, local_path, names, lines, quoted),
-                )
-            })
+            .map(
+                |(key, kind, symbol, local_path, names, lines, (quoted, values))| {
+                    (
+                        key,
+                        DocMeta::new(kind, symbol, local_path, names, lines, quoted, values),
+                    )
+                },
+            )
             .collect();
         let mut docs = IntMap::default();
         docs.reserve(metas.len());
@@ -678,7 +692,19 @@ impl Lexical {
     }
 }
 
-fn doc_meta(c: &Chunk) -> DocMeta {
+fn doc_meta(c: &Chunk, values: &HashSet<&str>) -> DocMeta {
+    let value_names = if values.is_empty() {
+        0
+    } else {
+        (0..u64::BITS)
+            .zip(
+                c.names
+                    .split(' ')
+                    .filter(|n| !n.is_empty() && *n != c.symbol),
+            )
+            .filter(|(_, n)| values.contains(n))
+            .fold(0, |mask, (bit, _)| mask | (1 << bit))
+    };
     let mut meta = DocMeta::new(
         c.kind,
         &c.symbol,
@@ -686,6 +712,7 @@ fn doc_meta(c: &Chunk) -> DocMeta {
         &c.names,
         (c.start_line, c.end_line),
         quoted_sketch(&c.content),
+        value_names,
     );
     // The chunk that holds the head of the file (a blank line or two may come first).
     meta.generated_head = c.start_line <= 3 && is_generated_head(&c.content);
@@ -693,12 +720,30 @@ fn doc_meta(c: &Chunk) -> DocMeta {
 }
 
 /// The lexical documents of one path's chunks, keyed by ordinal.
-fn path_docs(path: &str, language: Language, chunks: &[Chunk]) -> PathDocs {
+fn path_docs(path: &str, language: Language, chunks: &[Chunk], symbols: &[Symbol]) -> PathDocs {
+    let values = value_names(symbols);
     (0_u32..)
         .zip(chunks)
         .zip(chunk_docs(path, language, chunks))
-        .map(|((ordinal, c), analyzed)| (ordinal, doc_meta(c), analyzed))
+        .map(|((ordinal, c), analyzed)| (ordinal, doc_meta(c, &values), analyzed))
         .collect()
+}
+
+/// Names that only values (fields, constants, enum members) define in a file: words like
+/// `name`, `count`, `flags` that a description uses without asking for the struct that holds
+/// them (a field and a method of one name keep it).
+fn value_names(symbols: &[Symbol]) -> HashSet<&str> {
+    let mut values: HashSet<&str> = symbols
+        .iter()
+        .filter(|s| s.kind.is_value())
+        .map(|s| s.name.as_str())
+        .collect();
+    if !values.is_empty() {
+        for s in symbols.iter().filter(|s| !s.kind.is_value()) {
+            values.remove(s.name.as_str());
+        }
+    }
+    values
 }
 
 /// The BM25F document of each of a file's chunks, analysed as the index analyses them (the
@@ -1195,7 +1240,8 @@ impl Engine {
                 .with_max_len(1)
                 .filter_map(|u| {
                     let version = by_hash.get(&u.file_hash)?;
-                    let docs = path_docs(&u.path, version.language, &version.chunks);
+                    let docs =
+                        path_docs(&u.path, version.language, &version.chunks, &version.symbols);
                     Some(((u.path.clone(), u.file_hash), docs))
                 })
                 .collect();
@@ -1325,21 +1371,22 @@ impl Engine {
         // Documents prepared from fresh content are used as they are; the rest are rebuilt
         // from stored chunks (SQLite reads are sequential, analysis runs in parallel).
         let mut analyzed: Vec<(&ViewEntry, PathDocs)> = Vec::with_capacity(missing.len());
-        let mut loaded: Vec<(&ViewEntry, Vec<Chunk>)> = Vec::new();
+        let mut loaded: Vec<(&ViewEntry, ChunksAndSymbols)> = Vec::new();
         {
             let reader = Self::lock(&self.reader);
             for entry in missing {
                 match prepared.remove(&(entry.path.clone(), entry.file_hash)) {
                     Some(docs) => analyzed.push((entry, docs)),
-                    None => loaded.push((entry, reader.chunks(entry.file_hash)?)),
+                    None => loaded.push((entry, reader.chunks_and_symbols(entry.file_hash)?)),
                 }
             }
         }
-        analyzed.par_extend(
-            loaded
-                .par_iter()
-                .map(|(entry, chunks)| (*entry, path_docs(&entry.path, entry.language, chunks))),
-        );
+        analyzed.par_extend(loaded.par_iter().map(|(entry, (chunks, symbols))| {
+            (
+                *entry,
+                path_docs(&entry.path, entry.language, chunks, symbols),
+            )
+        }));
         changed += analyzed.len();
         let bulk = analyzed.len() > lexical.paths.len();
         lexical.insert_paths(analyzed);
@@ -1417,6 +1464,7 @@ impl Engine {
                     symbol: &doc.symbol,
                     symbol_prints: &doc.symbol_prints,
                     name_prints: &doc.name_prints,
+                    value_names: doc.value_names,
                     test_scope: doc.test_scope,
                     local_path: &doc.local_path,
                     names: &doc.names,
@@ -3046,6 +3094,76 @@ class Other:
         drop(engine);
         let engine = repo.open();
         assert_eq!(paths(&engine), expected, "the class survives the snapshot");
+    }
+
+    #[test]
+    fn a_type_and_its_impl_block_are_two_units() {
+        // The struct and the `impl` after it share a path; they are not windows of one unit,
+        // so the methods' block answers the type's name right after the declaration.
+        let point = "pub struct Point {\n    pub x: f64,\n    pub y: f64,\n}\n\nimpl Point {\n\
+                     pub fn norm(&self) -> f64 {\n        (self.x * self.x + self.y * self.y).sqrt()\n\
+                     }\n}\n";
+        let uses = format!(
+            "fn far(points: &[Point]) -> f64 {{\n{}    0.0\n}}\n",
+            (0..6)
+                .map(|i| format!("    let p{i}: &Point = &points[{i}];\n"))
+                .collect::<String>()
+        );
+        let repo = Repo::new(&[("point.rs", point), ("uses.rs", uses.as_str())]);
+        let engine = repo.open();
+        engine
+            .update(
+                repo.root.path(),
+                &repo.inputs(&["point.rs", "uses.rs"]),
+                &[],
+                1 << 20,
+            )
+            .unwrap();
+        let hits: Vec<(String, u32)> = search(&engine, "Point")
+            .into_iter()
+            .map(|h| (h.path, h.start_line))
+            .collect();
+        assert_eq!(
+            hits[..2],
+            [("point.rs".to_owned(), 1), ("point.rs".to_owned(), 6)]
+        );
+    }
+
+    #[test]
+    fn a_sentence_does_not_ask_for_the_fields_named_like_its_words() {
+        // The struct's fields are named by the sentence's words (it outranks the function
+        // without the rule); a field answers its name, not a description, and the snapshot
+        // keeps which names are fields for the next process.
+        let types = "package fs\n\n// Entry is one line of a listing.\ntype Entry struct {\n\
+                     \tName  string\n\tSize  int64\n\tMode  uint32\n\tOwner string\n}\n";
+        let stat = "package fs\n\n// Stat returns the size and mode of the named file.\n\
+                    func Stat(path string) (int64, uint32) {\n\treturn lstat(path)\n}\n";
+        let repo = Repo::new(&[("types.go", types), ("stat.go", stat)]);
+        let engine = repo.open();
+        engine
+            .update(
+                repo.root.path(),
+                &repo.inputs(&["types.go", "stat.go"]),
+                &[],
+                1 << 20,
+            )
+            .unwrap();
+        let first = |engine: &Engine, query: &str| -> String {
+            search(engine, query)
+                .into_iter()
+                .map(|h| h.path)
+                .next()
+                .unwrap_or_default()
+        };
+        assert_eq!(first(&engine, "size and mode of a named file"), "stat.go");
+        assert_eq!(first(&engine, "Entry.Size"), "types.go");
+        drop(engine);
+        let engine = repo.open();
+        assert_eq!(
+            first(&engine, "size and mode of a named file"),
+            "stat.go",
+            "the fields are known after a reopen"
+        );
     }
 
     #[test]

@@ -214,7 +214,10 @@ pub struct Graph {
 struct Lookup<'g> {
     files: &'g [FileInfo],
     nodes: &'g [Node],
-    by_name: &'g HashMap<String, Vec<u32>>,
+    /// Name -> definitions a call may land on: every one but fields (a struct's `len` field
+    /// is not what `s.len()` calls, and a field named as a method would make the method's
+    /// name ambiguous).
+    by_name: HashMap<&'g str, Vec<u32>>,
     /// (owner, name) -> methods.
     by_owner: HashMap<(&'g str, &'g str), Vec<u32>>,
     by_path: HashMap<&'g str, u32>,
@@ -468,6 +471,8 @@ impl Graph {
                 f.test || is_test_scope(&n.local_path),
                 n.kind == ChunkKind::Impl,
                 n.name != *last,
+                // A builder's field after the setter of its name: the method has callers.
+                n.kind == ChunkKind::Field,
                 // `Status::Status`, a constructor, after the class `Status` it builds.
                 split_segments(&n.local_path)
                     .iter()
@@ -730,9 +735,20 @@ impl<'g> Lookup<'g> {
         by_name: &'g HashMap<String, Vec<u32>>,
         refs: &'g [Vec<Ref>],
     ) -> Self {
+        let callable = |&id: &u32| nodes[id as usize].kind != ChunkKind::Field;
+        let by_name = by_name
+            .iter()
+            .filter(|(_, ids)| ids.iter().any(callable))
+            .map(|(name, ids)| {
+                (
+                    name.as_str(),
+                    ids.iter().copied().filter(callable).collect(),
+                )
+            })
+            .collect();
         let mut by_owner: HashMap<(&str, &str), Vec<u32>> = HashMap::new();
         for (id, n) in (0_u32..).zip(nodes) {
-            if !n.owner.is_empty() {
+            if !n.owner.is_empty() && n.kind != ChunkKind::Field {
                 by_owner
                     .entry((n.owner.as_str(), n.name.as_str()))
                     .or_default()
@@ -1007,6 +1023,7 @@ impl<'g> Lookup<'g> {
             .filter(|&d| {
                 let n = self.node(d);
                 n.name == name
+                    && n.kind != ChunkKind::Field
                     && match n.parent {
                         // A file-level name, not a method declared outside its type (Go,
                         // C++) nor a function stored in a table (Lua's `M.f`).

@@ -158,7 +158,7 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
 }
 
 fn kind_code(kind: ChunkKind) -> u8 {
-    // ALL has 17 entries: the position always fits in a byte.
+    // ALL has 18 entries: the position always fits in a byte.
     ChunkKind::ALL
         .iter()
         .position(|&k| k == kind)

@@ -545,6 +545,9 @@ pub struct Weights {
     pub exact_qualified: f32,
     /// The identifier is defined in the chunk but is not its main symbol.
     pub exact_name: f32,
+    /// The identifier is defined in the chunk only as a value (a struct's field, a constant
+    /// among others): a method of that name, a builder's setter `Arg::short`, comes first.
+    pub value_name: f32,
     /// Up to this much more as query terms cover the symbol's name tokens.
     pub partial_symbol: f32,
     /// Definitions over glue code and text, for identifier queries.
@@ -598,6 +601,7 @@ impl Default for Weights {
             exact_symbol: 3.0,
             exact_qualified: 1.5,
             exact_name: 1.6,
+            value_name: 0.8,
             partial_symbol: 0.6,
             definition_identifier: 1.5,
             impl_block: 0.8,
@@ -622,10 +626,11 @@ impl Default for Weights {
 
 impl Weights {
     /// Names of the factors, as used by [`Weights::get`] and [`Weights::set`].
-    pub const NAMES: [&'static str; 21] = [
+    pub const NAMES: [&'static str; 22] = [
         "exact_symbol",
         "exact_qualified",
         "exact_name",
+        "value_name",
         "partial_symbol",
         "definition_identifier",
         "impl_block",
@@ -651,6 +656,7 @@ impl Weights {
             "exact_symbol" => &mut self.exact_symbol,
             "exact_qualified" => &mut self.exact_qualified,
             "exact_name" => &mut self.exact_name,
+            "value_name" => &mut self.value_name,
             "partial_symbol" => &mut self.partial_symbol,
             "definition_identifier" => &mut self.definition_identifier,
             "impl_block" => &mut self.impl_block,
@@ -711,11 +717,20 @@ pub struct Candidate<'a> {
     pub symbol_prints: &'a [u32],
     /// `fingerprints` of the chunk's other defined names (merged small units).
     pub name_prints: &'a [Box<[u32]>],
+    /// Bit `i`: `name_prints[i]` names only values in its file (a struct's `name` field).
+    pub value_names: u64,
     /// `is_test_scope(local_path)`, computed once per chunk by the caller.
     pub test_scope: bool,
     pub local_path: &'a str,
     pub names: &'a str,
     pub kind: ChunkKind,
+}
+
+impl Candidate<'_> {
+    /// Whether the `i`-th of the chunk's other names (`name_prints[i]`) names only values.
+    fn is_value_name(&self, i: u32) -> bool {
+        i < u64::BITS && self.value_names & (1 << i) != 0
+    }
 }
 
 /// The final score of a candidate.
@@ -743,10 +758,13 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                         s *= w.constructor;
                     }
                     true
-                } else if let Some(unit) = c
-                    .names
-                    .split(' ')
-                    .find(|n| eq_lowercase(base_name(n), last))
+                } else if let Some((i, unit)) = (0..)
+                    .zip(
+                        c.names
+                            .split(' ')
+                            .filter(|n| !n.is_empty() && *n != c.symbol),
+                    )
+                    .find(|(_, n)| eq_lowercase(base_name(n), last))
                 {
                     // A merged chunk defines each of its units, as its first unit's symbol
                     // does; a qualified name must end the unit's path.
@@ -757,6 +775,9 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                     } else {
                         w.exact_name
                     };
+                    if c.is_value_name(i) {
+                        s *= w.value_name;
+                    }
                     true
                 } else {
                     false
@@ -801,11 +822,13 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
         }
     }
     if !c.symbol.is_empty() && query.class != QueryClass::Path {
-        // A chunk of merged small units answers for each of them, not only the first.
-        let best = c
-            .name_prints
-            .iter()
-            .map(|prints| coverage(&query.prints, prints))
+        // A chunk of merged small units answers for each of them, not only the first. A
+        // sentence's words are not asking for the values named like them (`name`, `size`).
+        let sentence = query.class == QueryClass::NaturalLanguage;
+        let best = (0..)
+            .zip(c.name_prints)
+            .filter(|&(i, _)| !(sentence && c.is_value_name(i)))
+            .map(|(_, prints)| coverage(&query.prints, prints))
             .fold(coverage(&query.prints, c.symbol_prints), f32::max);
         s *= 1.0 + w.partial_symbol * best;
     }
@@ -1334,6 +1357,7 @@ mod tests {
             symbol,
             symbol_prints: Box::leak(fingerprints(&symbol.to_lowercase())),
             name_prints: &[],
+            value_names: 0,
             test_scope: is_test_scope(local_path),
             local_path,
             names: symbol,

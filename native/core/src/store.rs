@@ -359,6 +359,9 @@ pub struct ViewEntry {
 }
 
 /// A parsed file version ready to be stored.
+/// A file version's chunks and its definitions, as stored.
+pub type ChunksAndSymbols = (Vec<Chunk>, Vec<Symbol>);
+
 #[derive(Debug)]
 pub struct FileVersion {
     pub hash: i64,
@@ -955,8 +958,13 @@ impl Store {
     /// The chunks of a file version, in order (a chunk's ordinal is its index); none for a
     /// version that is not stored.
     pub fn chunks(&self, file_hash: i64) -> Result<Vec<Chunk>> {
+        Ok(self.chunks_and_symbols(file_hash)?.0)
+    }
+
+    /// The chunks of a file version, as [`Store::chunks`], and its definitions.
+    pub fn chunks_and_symbols(&self, file_hash: i64) -> Result<ChunksAndSymbols> {
         let Some(outline) = self.outline(file_hash)? else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         };
         let mut chunks = outline.chunks;
         if outline.derived.iter().any(|&d| d) {
@@ -968,7 +976,7 @@ impl Store {
                     crate::chunk::lines_text(&whole, &starts, c.start_line, c.end_line).to_owned();
             }
         }
-        Ok(chunks)
+        Ok((chunks, outline.symbols))
     }
 
     /// The content of one chunk.

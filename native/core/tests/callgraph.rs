@@ -289,3 +289,47 @@ fn a_typo_finds_the_names_spelled_like_it() {
     );
     assert!(graph.similar_names("Completely", 3).is_empty());
 }
+
+#[test]
+fn a_field_named_as_a_method_is_no_call_target() {
+    // A builder's field and its setter share a name; `c.count(...)` calls the method, and
+    // a struct's `len` field is not what `v.len()` calls.
+    let graph = graph_of(&[
+        (
+            "src/counter.rs",
+            "pub struct Counter {\n    count: u32,\n    len: usize,\n}\n\nimpl Counter {\n    pub fn count(&mut self, n: u32) -> &mut Self {\n        self.count = n;\n        self\n    }\n}\n",
+        ),
+        (
+            "src/main.rs",
+            "fn run(c: &mut Counter, v: Vec<u8>) -> usize {\n    c.count(3);\n    v.len()\n}\n",
+        ),
+    ]);
+    let run = graph.find("run")[0];
+    let targets: Vec<(String, String)> = graph
+        .callees(run)
+        .into_iter()
+        .map(|e| &graph.edges[e as usize])
+        .map(|e| {
+            let to = match &e.target {
+                Target::Node(t) => graph.symbol_path(*t),
+                Target::Ambiguous(c) => format!("ambiguous {}", c.len()),
+                _ => "unresolved".to_owned(),
+            };
+            (e.callee.clone(), to)
+        })
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            ("c.count".to_owned(), "counter::Counter::count".to_owned()),
+            ("v.len".to_owned(), "unresolved".to_owned()),
+        ]
+    );
+    // The field is still a definition its name finds.
+    assert!(
+        graph
+            .find("Counter::len")
+            .iter()
+            .any(|&id| graph.symbol_path(id) == "counter::Counter::len")
+    );
+}

@@ -719,9 +719,12 @@ fn python_fixture() {
             (K::Function, "memoize", 13, 23),
             (K::Function, "memoize.wrapper", 17, 21),
             (K::Class, "Greeting", 26, 34),
+            (K::Field, "Greeting.text", 30, 30),
+            (K::Field, "Greeting.loud", 31, 31),
             (K::Method, "Greeting.render", 33, 34),
             (K::Class, "Greeter", 37, 56),
             (K::Class, "Greeter.Config", 40, 41),
+            (K::Field, "Greeter.Config.punctuation", 41, 41),
             (K::Method, "Greeter.__init__", 43, 44),
             (K::Method, "Greeter.prefix_length", 46, 48),
             (K::Method, "Greeter.normalize", 50, 52),
@@ -763,6 +766,7 @@ fn javascript_fixture() {
         symbols: &[
             (K::Constant, "DEFAULT_NAME", 4, 4),
             (K::Class, "Greeter", 6, 33),
+            (K::Field, "Greeter.#count", 10, 10),
             (K::Method, "Greeter.constructor", 12, 14),
             (K::Method, "Greeter.greet", 16, 20),
             (K::Method, "Greeter.count", 22, 24),
@@ -820,6 +824,8 @@ fn typescript_fixture() {
         lang: Language::TypeScript,
         symbols: &[
             (K::Interface, "Named", 4, 8),
+            (K::Field, "Named.name", 6, 6),
+            (K::Field, "Named.nickname", 7, 7),
             (K::Type, "Salutation", 10, 10),
             (K::Enum, "Mood", 12, 15),
             (K::Variant, "Mood.Happy", 13, 13),
@@ -827,6 +833,7 @@ fn typescript_fixture() {
             (K::Class, "Speaker", 17, 23),
             (K::Method, "Speaker.log", 20, 22),
             (K::Class, "Greeter", 25, 44),
+            (K::Field, "Greeter.count", 30, 30),
             (K::Method, "Greeter.constructor", 32, 34),
             (K::Method, "Greeter.speak", 36, 41),
             (K::Method, "Greeter.handle", 43, 43),
@@ -867,6 +874,8 @@ fn tsx_fixture() {
         lang: Language::Tsx,
         symbols: &[
             (K::Interface, "GreetingProps", 4, 8),
+            (K::Field, "GreetingProps.name", 6, 6),
+            (K::Field, "GreetingProps.loud", 7, 7),
             (K::Type, "Mood", 10, 10),
             (K::Enum, "Size", 12, 15),
             (K::Variant, "Size.Small", 13, 13),
@@ -904,6 +913,7 @@ fn rust_fixture() {
             (K::Method, "Greet::greet_all", 14, 16),
             // The doc comment and the derive attribute belong to the struct.
             (K::Struct, "Greeter", 19, 23),
+            (K::Field, "Greeter::prefix", 22, 22),
             (K::Impl, "Greeter", 25, 31),
             (K::Constant, "Greeter::LOUD", 26, 26),
             (K::Method, "Greeter::new", 28, 30),
@@ -951,8 +961,12 @@ fn go_fixture() {
             (K::Constant, "Grumpy", 17, 17),
             (K::Interface, "Speaker", 20, 23),
             (K::Struct, "Greeter", 25, 29),
+            (K::Field, "Greeter.Prefix", 27, 27),
+            (K::Field, "Greeter.mood", 28, 28),
             (K::Type, "Names", 32, 33),
             (K::Struct, "Pair", 34, 35),
+            (K::Field, "Pair.A", 35, 35),
+            (K::Field, "Pair.B", 35, 35),
             (K::Type, "Alias", 36, 36),
             (K::Function, "NewGreeter", 39, 42),
             // Receivers name the type: `func (g *Greeter) Speak` is `Greeter.Speak`.
@@ -1077,13 +1091,15 @@ fn python_class_constants_are_definitions() {
     let source = "class Color(Enum):\n    RED = 1\n    GREEN = 2\n    label = \"x\"\n\n    \
         def shade(self):\n        LOCAL = 3\n        return LOCAL\n";
     let out = chunk_file(source, Language::Python);
-    // Upper-case names in the class body; not lower-case attributes, not a method's locals.
+    // Upper-case names in the class body; lower-case attributes are fields; not a method's
+    // locals.
     assert_eq!(
         symbol_spans(&out),
         [
             ("Color", K::Class, 1, 8),
             ("Color.RED", K::Constant, 2, 2),
             ("Color.GREEN", K::Constant, 3, 3),
+            ("Color.label", K::Field, 4, 4),
             ("Color.shade", K::Method, 6, 8),
         ]
     );
@@ -1107,6 +1123,7 @@ fn java_fixture() {
             (K::Class, "Sample.Greeting", 29, 33),
             (K::Method, "Sample.Greeting.Greeting", 30, 32),
             (K::Class, "Sample.Greeter", 35, 49),
+            (K::Field, "Sample.Greeter.prefix", 38, 38),
             (K::Method, "Sample.Greeter.Greeter", 40, 42),
             (K::Method, "Sample.Greeter.speak", 44, 48),
             (K::Interface, "Sample.Polite", 51, 53),
@@ -1157,9 +1174,17 @@ fn c_fixture() {
             (K::Variant, "mood.MOOD_HAPPY", 11, 11),
             (K::Variant, "mood.MOOD_GRUMPY", 12, 12),
             (K::Struct, "greeter", 15, 19),
+            (K::Field, "greeter.prefix", 17, 17),
+            (K::Field, "greeter.mood", 18, 18),
             (K::Struct, "greeting_t", 21, 24),
+            (K::Field, "greeting_t.text", 22, 22),
+            (K::Field, "greeting_t.len", 23, 23),
             (K::Struct, "node", 26, 29),
+            (K::Field, "node.next", 27, 27),
+            (K::Field, "node.value", 28, 28),
             (K::Struct, "number_t", 31, 34),
+            (K::Field, "number_t.as_int", 32, 32),
+            (K::Field, "number_t.as_float", 33, 33),
             (K::Type, "counter_t", 36, 36),
             (K::Function, "greeter_greet", 42, 52),
             (K::Function, "shout", 54, 63),
@@ -1194,9 +1219,13 @@ fn cpp_fixture() {
             (K::Method, "greet::Greeter::prefix", 28, 28),
             (K::Method, "greet::Greeter::operator==", 30, 30),
             (K::Struct, "greet::Greeter::Stats", 33, 35),
+            (K::Field, "greet::Greeter::Stats::greeted", 34, 34),
+            (K::Field, "greet::Greeter::prefix_", 37, 37),
+            (K::Field, "greet::Greeter::stats_", 38, 38),
             // Out-of-class definitions keep their qualified name (the query's documented rule).
             (K::Function, "greet::Greeter::speak", 41, 43),
             (K::Struct, "greet::Box", 45, 50),
+            (K::Field, "greet::Box::value", 47, 47),
             (K::Method, "greet::Box::get", 48, 48),
             (K::Function, "greet::Box<T>::twice", 52, 55),
             (K::Function, "greet::greet_all", 57, 64),
@@ -1241,15 +1270,19 @@ fn csharp_fixture() {
             (K::Type, "Example.Greet.Formatter", 21, 21),
             (K::Class, "Example.Greet.Greeting", 23, 23),
             (K::Struct, "Example.Greet.Stats", 25, 30),
+            (K::Field, "Example.Greet.Stats.Greeted", 27, 27),
             (K::Method, "Example.Greet.Stats.Bump", 29, 29),
             (K::Class, "Example.Greet.Greeter", 32, 67),
+            (K::Field, "Example.Greet.Greeter._prefix", 36, 36),
             // The constructor and the finalizer.
             (K::Method, "Example.Greet.Greeter.Greeter", 38, 41),
             (K::Method, "Example.Greet.Greeter.Greeter", 43, 45),
+            (K::Field, "Example.Greet.Greeter.Prefix", 47, 47),
             (K::Method, "Example.Greet.Greeter.Speak", 49, 53),
             (K::Function, "Example.Greet.Greeter.Speak.Punctuate", 51, 51),
             (K::Method, "Example.Greet.Greeter.GreetAll", 55, 61),
             (K::Class, "Example.Greet.Greeter.Cache", 63, 66),
+            (K::Field, "Example.Greet.Greeter.Cache.Entries", 65, 65),
         ],
         methods: &[
             (

@@ -106,9 +106,10 @@ fn definitions(lang: Language, source: &str) -> Vec<(String, String, usize)> {
         let kept = by_name
             .entry((name.start_byte(), name.end_byte()))
             .or_insert(entry);
-        // Two patterns giving one node two kinds would leave the chunker's choice to chance.
+        // Two patterns giving one node two kinds would leave the chunker's choice to chance,
+        // but for a field's: it gives way (a field holding a function is a method).
         assert!(
-            entry.0 != kept.0 || entry.1 == kept.1,
+            entry.0 != kept.0 || entry.1 == kept.1 || entry.1 == "field" || kept.1 == "field",
             "{}: `{}` (line {}) is captured both as {} and as {}",
             lang.name(),
             &source[name.byte_range()],
@@ -116,7 +117,7 @@ fn definitions(lang: Language, source: &str) -> Vec<(String, String, usize)> {
             kept.1,
             entry.1
         );
-        if entry.0 > kept.0 {
+        if entry.0 > kept.0 || (entry.0 == kept.0 && kept.1 == "field") {
             *kept = entry;
         }
     }
@@ -179,9 +180,12 @@ fn python_definitions() {
             ("function", "memoize", 13),
             ("function", "wrapper", 17),
             ("class", "Greeting", 26),
+            ("field", "text", 30),
+            ("field", "loud", 31),
             ("function", "render", 33),
             ("class", "Greeter", 37),
             ("class", "Config", 40),
+            ("field", "punctuation", 41),
             ("function", "__init__", 43),
             ("function", "prefix_length", 46),
             ("function", "normalize", 50),
@@ -200,6 +204,7 @@ fn javascript_definitions() {
         &[
             ("constant", "DEFAULT_NAME", 4),
             ("class", "Greeter", 9),
+            ("field", "#count", 10),
             ("method", "constructor", 12),
             ("method", "greet", 17),
             ("method", "count", 22),
@@ -223,6 +228,8 @@ fn typescript_definitions() {
         "sample.ts",
         &[
             ("interface", "Named", 5),
+            ("field", "name", 6),
+            ("field", "nickname", 7),
             ("type", "Salutation", 10),
             ("enum", "Mood", 12),
             ("variant", "Happy", 13),
@@ -230,6 +237,7 @@ fn typescript_definitions() {
             ("class", "Speaker", 17),
             ("method", "log", 20),
             ("class", "Greeter", 28),
+            ("field", "count", 30),
             ("method", "constructor", 32),
             ("method", "speak", 36),
             ("method", "handle", 43),
@@ -254,6 +262,7 @@ fn rust_definitions() {
             ("trait", "Greet", 11),
             ("method", "greet_all", 14),
             ("struct", "Greeter", 21),
+            ("field", "prefix", 22),
             ("impl", "Greeter", 25),
             ("constant", "LOUD", 26),
             ("method", "new", 28),
@@ -286,8 +295,12 @@ fn go_definitions() {
             ("constant", "Grumpy", 17),
             ("interface", "Speaker", 21),
             ("struct", "Greeter", 26),
+            ("field", "Prefix", 27),
+            ("field", "mood", 28),
             ("type", "Names", 33),
             ("struct", "Pair", 35),
+            ("field", "A", 35),
+            ("field", "B", 35),
             ("type", "Alias", 36),
             ("function", "NewGreeter", 40),
             ("method", "Speak", 45),
@@ -314,6 +327,7 @@ fn java_definitions() {
             ("class", "Greeting", 29),
             ("method", "Greeting", 30),
             ("class", "Greeter", 36),
+            ("field", "prefix", 38),
             ("method", "Greeter", 40),
             ("method", "speak", 44),
             ("interface", "Polite", 51),
@@ -335,9 +349,17 @@ fn c_definitions() {
             ("variant", "MOOD_HAPPY", 11),
             ("variant", "MOOD_GRUMPY", 12),
             ("struct", "greeter", 16),
+            ("field", "prefix", 17),
+            ("field", "mood", 18),
             ("struct", "greeting_t", 21),
+            ("field", "text", 22),
+            ("field", "len", 23),
             ("struct", "node", 26),
+            ("field", "next", 27),
+            ("field", "value", 28),
             ("struct", "number_t", 31),
+            ("field", "as_int", 32),
+            ("field", "as_float", 33),
             ("type", "counter_t", 36),
             ("function", "greeter_greet", 43),
             ("function", "shout", 54),
@@ -364,8 +386,12 @@ fn cpp_definitions() {
             ("function", "prefix", 28),
             ("function", "operator==", 30),
             ("struct", "Stats", 33),
+            ("field", "greeted", 34),
+            ("field", "prefix_", 37),
+            ("field", "stats_", 38),
             ("function", "Greeter::speak", 41),
             ("struct", "Box", 45),
+            ("field", "value", 47),
             ("function", "get", 48),
             ("function", "Box<T>::twice", 52),
             ("function", "greet_all", 57),
@@ -390,14 +416,18 @@ fn csharp_definitions() {
             ("type", "Formatter", 21),
             ("class", "Greeting", 23),
             ("struct", "Stats", 25),
+            ("field", "Greeted", 27),
             ("method", "Bump", 29),
             ("class", "Greeter", 33),
+            ("field", "_prefix", 36),
             ("method", "Greeter", 38),
             ("method", "Greeter", 43),
+            ("field", "Prefix", 47),
             ("method", "Speak", 49),
             ("function", "Punctuate", 51),
             ("method", "GreetAll", 55),
             ("class", "Cache", 63),
+            ("field", "Entries", 65),
         ],
     );
 }
@@ -594,6 +624,8 @@ fn tsx_definitions() {
         "sample.tsx",
         &[
             ("interface", "GreetingProps", 5),
+            ("field", "name", 6),
+            ("field", "loud", 7),
             ("type", "Mood", 10),
             ("enum", "Size", 12),
             ("variant", "Small", 13),
@@ -633,6 +665,7 @@ fn snippets_beyond_the_fixtures() {
         &[
             ("module", "Api.V1", 1),
             ("interface", "User", 2),
+            ("field", "id", 2),
             ("class", "Client", 4),
         ],
     );
@@ -656,6 +689,7 @@ fn snippets_beyond_the_fixtures() {
             ("module", "a::b", 2),
             ("function", "twice", 4),
             ("struct", "point", 5),
+            ("field", "x", 5),
             ("function", "c_api", 6),
         ],
     );

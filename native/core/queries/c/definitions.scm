@@ -91,3 +91,18 @@
 (enumerator_list
   (enumerator
     name: (identifier) @name) @definition.variant)
+
+; A struct's or union's fields (`client.flags`), through pointer and array declarators
+; (`char *name`, `int argv[8]`); a bit-field's name as well.
+(field_declaration_list
+  (field_declaration
+    declarator: [
+      (field_identifier) @name
+      (pointer_declarator
+        declarator: (field_identifier) @name)
+      (pointer_declarator
+        declarator: (pointer_declarator
+          declarator: (field_identifier) @name))
+      (array_declarator
+        declarator: (field_identifier) @name)
+    ]) @definition.field)

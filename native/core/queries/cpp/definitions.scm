@@ -164,3 +164,17 @@
 (enumerator_list
   (enumerator
     name: (identifier) @name) @definition.variant)
+
+; A class's or struct's data members (`Options.block_size`), through pointer, reference and
+; array declarators; member functions declared in the class are not fields.
+(field_declaration_list
+  (field_declaration
+    declarator: [
+      (field_identifier) @name
+      (pointer_declarator
+        declarator: (field_identifier) @name)
+      (reference_declarator
+        (field_identifier) @name)
+      (array_declarator
+        declarator: (field_identifier) @name)
+    ]) @definition.field)

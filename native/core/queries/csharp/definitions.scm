@@ -47,3 +47,14 @@
 (enum_member_declaration_list
   (enum_member_declaration
     name: (identifier) @name) @definition.variant)
+
+; A type's fields and properties (`Options.Timeout`), one per declarator.
+(declaration_list
+  (field_declaration
+    (variable_declaration
+      (variable_declarator
+        name: (identifier) @name))) @definition.field)
+
+(declaration_list
+  (property_declaration
+    name: (identifier) @name) @definition.field)

@@ -124,3 +124,11 @@
       (var_spec
         name: (identifier) @name) @definition.variable))
   (#not-eq? @name "_"))
+
+; A named struct's fields (`Router.NotFoundHandler`), one per name of a declaration
+; (`X, Y int`); embedded types declare no name of their own.
+(type_spec
+  type: (struct_type
+    (field_declaration_list
+      (field_declaration
+        name: (field_identifier) @name @definition.field))))

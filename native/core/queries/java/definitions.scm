@@ -65,3 +65,18 @@
 (enum_body
   (enum_constant
     name: (identifier) @name) @definition.variant)
+
+; A class's fields (`Client.timeoutMillis`), one per declarator; a `static final` one is a
+; constant (the patterns above capture it too, and the constant wins).
+(class_body
+  (field_declaration
+    declarator: (variable_declarator
+      name: (identifier) @name) @definition.field))
+
+(class_body
+  (field_declaration
+    type: (_)
+    .
+    declarator: (variable_declarator
+      name: (identifier) @name)
+    .) @definition.field)

@@ -97,3 +97,11 @@
     (variable_declarator
       name: (identifier) @name
       value: (class)))) @definition.class
+
+; A class's fields (`count = 0`, `#secret`); a field holding a function is a method (above:
+; of two captures as wide, the field gives way).
+(field_definition
+  property: [
+    (property_identifier)
+    (private_property_identifier)
+  ] @name) @definition.field

@@ -40,3 +40,13 @@
       (assignment
         left: (identifier) @name)) @definition.constant)
   (#match? @name "^_*[A-Z][A-Z0-9_]+$"))
+
+; A class's fields: `name: str`, `timeout: int = 30`, `title = models.CharField(...)` in a
+; class body (lower-case names; dunders such as `__slots__` are not fields).
+(class_definition
+  body: (block
+    (expression_statement
+      (assignment
+        left: (identifier) @name)) @definition.field)
+  (#not-match? @name "^_*[A-Z][A-Z0-9_]+$")
+  (#not-match? @name "^__.*__$"))

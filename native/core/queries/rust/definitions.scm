@@ -82,3 +82,14 @@
 (enum_variant_list
   (enum_variant
     name: (identifier) @name) @definition.variant)
+
+; A struct's or union's named fields (`Config.timeout`), each a definition of its own.
+(struct_item
+  body: (field_declaration_list
+    (field_declaration
+      name: (field_identifier) @name) @definition.field))
+
+(union_item
+  body: (field_declaration_list
+    (field_declaration
+      name: (field_identifier) @name) @definition.field))

@@ -176,3 +176,15 @@
 (enum_body
   (enum_assignment
     name: (property_identifier) @name) @definition.variant)
+
+; A class's fields and an interface's properties (`Options.timeout`); a field holding a
+; function is a method (above: of two captures as wide, the field gives way).
+(public_field_definition
+  name: [
+    (property_identifier)
+    (private_property_identifier)
+  ] @name) @definition.field
+
+(interface_body
+  (property_signature
+    name: (property_identifier) @name) @definition.field)
