@@ -37,3 +37,12 @@
 ; An enum class's entries (`Mood.HAPPY`).
 (enum_entry
   (identifier) @name) @definition.variant
+
+; A class's properties (`User.email`); upper-case names are left to constants. The `val`
+; parameters of a primary constructor are not captured: they stand on the class's own line,
+; which a field would take from the class when its methods split it.
+((class_body
+  (property_declaration
+    (variable_declaration
+      (identifier) @name)) @definition.field)
+  (#not-match? @name "^_*[A-Z][A-Z0-9_]+$"))

@@ -35,3 +35,11 @@
 ; An enum's cases (`Suit::Hearts`).
 (enum_case
   name: (name) @name) @definition.variant
+
+; A class's properties (`Client::$timeout`, named without the `$`). The promoted parameters
+; of a constructor (`__construct(private int $port)`) are not captured: they stand inside
+; the method, which would own them.
+(property_declaration
+  (property_element
+    name: (variable_name
+      (name) @name)) @definition.field)

@@ -35,3 +35,14 @@
 
 (full_enum_case
   name: (identifier) @name) @definition.variant
+
+; A class's or object's `val`s and `var`s (`Config.timeout`). A case class's parameters are
+; not captured: they stand on the class's own line, which a field would take from the class
+; when its methods split it.
+(template_body
+  [
+    (val_definition
+      pattern: (identifier) @name)
+    (var_definition
+      pattern: (identifier) @name)
+  ] @definition.field)

@@ -54,3 +54,14 @@
 ; An enum's cases, one per name (`case north, south`).
 (enum_entry
   name: _ @name) @definition.variant
+
+; A type's stored and computed properties (`Config.timeout`) and a protocol's required ones.
+(class_body
+  (property_declaration
+    name: (pattern
+      bound_identifier: (simple_identifier) @name)) @definition.field)
+
+(protocol_body
+  (protocol_property_declaration
+    name: (pattern
+      bound_identifier: (simple_identifier) @name)) @definition.field)
