@@ -90,7 +90,7 @@ pub enum ChunkKind {
     Variable,
     /// A member of an enum (a Rust variant, a Java enum constant, a C enumerator).
     Variant,
-    /// A field of a struct or union (Rust, Go, C).
+    /// A field or property of a struct, class or interface (`Config.timeout`).
     Field,
 }
 

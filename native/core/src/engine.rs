@@ -27,8 +27,8 @@ use crate::hash::{IntMap, file_hash};
 use crate::lang::{Language, module_path};
 use crate::rank::{
     Candidate, PHRASE_RUN, PathClass, Query, QueryClass, Weights, classify_path, diversify,
-    fingerprints, inherit_from_neighbours, is_generated_head, is_test_scope, phrase_factor,
-    quoted_sketch, score, sketch_admits,
+    fingerprints, inherit_from_neighbours, is_generated_head, is_test_scope, other_names,
+    phrase_factor, quoted_sketch, score, sketch_admits,
 };
 use crate::store::{
     Changes, ChunksAndSymbols, FileVersion, GcStats, SkippedFile, Store, ViewCounts, ViewEntry,
@@ -279,9 +279,7 @@ impl DocMeta {
             value_names,
             generated_head: false,
             symbol_prints: fingerprints(&symbol.to_lowercase()),
-            name_prints: names
-                .split(' ')
-                .filter(|n| !n.is_empty() && *n != symbol)
+            name_prints: other_names(names, symbol)
                 .map(|n| fingerprints(&n.to_lowercase()))
                 .collect(),
             test_scope: is_test_scope(local_path),
@@ -697,11 +695,7 @@ fn doc_meta(c: &Chunk, values: &HashSet<&str>) -> DocMeta {
         0
     } else {
         (0..u64::BITS)
-            .zip(
-                c.names
-                    .split(' ')
-                    .filter(|n| !n.is_empty() && *n != c.symbol),
-            )
+            .zip(other_names(&c.names, &c.symbol))
             .filter(|(_, n)| values.contains(n))
             .fold(0, |mask, (bit, _)| mask | (1 << bit))
     };
@@ -3057,14 +3051,7 @@ class Other:
                       func matchRoute(p string) bool {\n\treturn p != \"\"\n}\n";
         let repo = Repo::new(&[("routes.go", generated.as_str()), ("match.go", source)]);
         let engine = repo.open();
-        engine
-            .update(
-                repo.root.path(),
-                &repo.inputs(&["routes.go", "match.go"]),
-                &[],
-                1 << 20,
-            )
-            .unwrap();
+        repo.index(&engine, &["routes.go", "match.go"]);
         let paths = |engine: &Engine| -> Vec<String> {
             search(engine, "route match path")
                 .into_iter()
@@ -3111,14 +3098,7 @@ class Other:
         );
         let repo = Repo::new(&[("point.rs", point), ("uses.rs", uses.as_str())]);
         let engine = repo.open();
-        engine
-            .update(
-                repo.root.path(),
-                &repo.inputs(&["point.rs", "uses.rs"]),
-                &[],
-                1 << 20,
-            )
-            .unwrap();
+        repo.index(&engine, &["point.rs", "uses.rs"]);
         let hits: Vec<(String, u32)> = search(&engine, "Point")
             .into_iter()
             .map(|h| (h.path, h.start_line))
@@ -3140,14 +3120,7 @@ class Other:
                     func Stat(path string) (int64, uint32) {\n\treturn lstat(path)\n}\n";
         let repo = Repo::new(&[("types.go", types), ("stat.go", stat)]);
         let engine = repo.open();
-        engine
-            .update(
-                repo.root.path(),
-                &repo.inputs(&["types.go", "stat.go"]),
-                &[],
-                1 << 20,
-            )
-            .unwrap();
+        repo.index(&engine, &["types.go", "stat.go"]);
         let first = |engine: &Engine, query: &str| -> String {
             search(engine, query)
                 .into_iter()

@@ -726,6 +726,14 @@ pub struct Candidate<'a> {
     pub kind: ChunkKind,
 }
 
+/// The names a chunk defines besides its own symbol, in order: what `name_prints` and the
+/// value-name bits are indexed by (one definition, so the three always agree).
+pub fn other_names<'a>(names: &'a str, symbol: &'a str) -> impl Iterator<Item = &'a str> {
+    names
+        .split(' ')
+        .filter(move |n| !n.is_empty() && *n != symbol)
+}
+
 impl Candidate<'_> {
     /// Whether the `i`-th of the chunk's other names (`name_prints[i]`) names only values.
     fn is_value_name(&self, i: u32) -> bool {
@@ -759,11 +767,7 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                     }
                     true
                 } else if let Some((i, unit)) = (0..)
-                    .zip(
-                        c.names
-                            .split(' ')
-                            .filter(|n| !n.is_empty() && *n != c.symbol),
-                    )
+                    .zip(other_names(c.names, c.symbol))
                     .find(|(_, n)| eq_lowercase(base_name(n), last))
                 {
                     // A merged chunk defines each of its units, as its first unit's symbol
