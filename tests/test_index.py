@@ -430,6 +430,8 @@ def test_a_struct_field_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
             "    hosts: list[str] = field(default_factory=list)\n",
             "options.ts": "export interface Options {\n  retries: number;\n}\n",
             "Client.java": "class Client {\n    private int port;\n}\n",
+            "theme.rb": "class Theme\n  attr_reader :name, :path\n\n  def initialize(path)\n"
+            "    @path = path\n  end\nend\n",
         }
     )
     with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
@@ -448,6 +450,7 @@ def test_a_struct_field_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
             ("Settings.hosts", "settings.py", 4),
             ("Options.retries", "options.ts", 2),
             ("Client.port", "Client.java", 2),
+            ("Theme.path", "theme.rb", 2),
         ):
             [found] = index.implementation_lookup(name)
             assert (found.path, found.kind, found.start_line) == (path, "field", line), name

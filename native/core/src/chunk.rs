@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 12;
+pub const VERSION: u32 = 13;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -552,6 +552,20 @@ impl<'a> Lines<'a> {
     }
 }
 
+/// The name a definition's `@name` capture gives it: its text on one line, and a Ruby
+/// attribute's symbol (`attr_reader :name`) without its colon. `None` when nothing is left.
+#[must_use]
+pub fn definition_name(name: Node<'_>, source: &str) -> Option<String> {
+    let text = name.utf8_text(source.as_bytes()).ok()?;
+    let text = if name.kind() == "simple_symbol" {
+        text.trim_start_matches(':')
+    } else {
+        text
+    };
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!text.is_empty()).then_some(text)
+}
+
 /// Byte offset where each line of `source` starts (a trailing newline opens no line).
 #[must_use]
 pub fn line_starts(source: &str) -> Vec<usize> {
@@ -708,13 +722,9 @@ fn definitions_and_refs(
         let (Some((kind, node)), Some(name)) = (def, name) else {
             continue;
         };
-        let Ok(name_text) = name.utf8_text(source.as_bytes()) else {
+        let Some(name_text) = definition_name(name, source) else {
             continue;
         };
-        let name_text = name_text.split_whitespace().collect::<Vec<_>>().join(" ");
-        if name_text.is_empty() {
-            continue;
-        }
         // The signature line, past decorators, annotations and template headers.
         let def_row = name.start_position().row.max(node.start_position().row);
         let lo = leading_row(node, lines);

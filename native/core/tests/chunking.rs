@@ -1319,20 +1319,23 @@ fn ruby_fixture() {
     check_fixture(&Spec {
         lang: Language::Ruby,
         symbols: &[
-            (K::Module, "Greetings", 5, 50),
+            (K::Module, "Greetings", 5, 51),
             (K::Constant, "Greetings.DEFAULT_NAME", 7, 7),
             (K::Module, "Greetings.Speaker", 9, 14),
             (K::Method, "Greetings.Speaker.speak", 11, 13),
-            (K::Class, "Greetings.Greeter", 16, 49),
-            (K::Method, "Greetings.Greeter.initialize", 22, 25),
-            (K::Method, "Greetings.Greeter.speak", 27, 30),
-            (K::Method, "Greetings.Greeter.seen?", 32, 32),
-            (K::Method, "Greetings.Greeter.default", 34, 36),
-            (K::Method, "Greetings.Greeter.loud", 39, 41),
-            (K::Method, "Greetings.Greeter.reset!", 46, 48),
-            (K::Class, "Greetings::Shouter", 52, 56),
-            (K::Method, "Greetings::Shouter.speak", 53, 55),
-            (K::Method, "greet_all", 58, 60),
+            (K::Class, "Greetings.Greeter", 16, 50),
+            (K::Field, "Greetings.Greeter.prefix", 20, 20),
+            (K::Field, "Greetings.Greeter.count", 20, 20),
+            (K::Field, "Greetings.Greeter.mood", 21, 21),
+            (K::Method, "Greetings.Greeter.initialize", 23, 26),
+            (K::Method, "Greetings.Greeter.speak", 28, 31),
+            (K::Method, "Greetings.Greeter.seen?", 33, 33),
+            (K::Method, "Greetings.Greeter.default", 35, 37),
+            (K::Method, "Greetings.Greeter.loud", 40, 42),
+            (K::Method, "Greetings.Greeter.reset!", 47, 49),
+            (K::Class, "Greetings::Shouter", 53, 57),
+            (K::Method, "Greetings::Shouter.speak", 54, 56),
+            (K::Method, "greet_all", 59, 61),
         ],
         methods: &[
             ("Greetings.Speaker.speak", "module Speaker"),
@@ -1354,10 +1357,13 @@ fn ruby_fixture() {
             unit(9, 14, K::Module, "Greetings.Speaker")
                 .names(&["Speaker", "speak"])
                 .context("module Greetings"),
-            // Ends at 49 or with the module's `end` on 50, which must not stand alone.
-            unit(16, 49, K::Class, "Greetings.Greeter")
+            // Ends at 50 or with the module's `end` on 51, which must not stand alone.
+            unit(16, 50, K::Class, "Greetings.Greeter")
                 .names(&[
                     "Greeter",
+                    "prefix",
+                    "count",
+                    "mood",
                     "initialize",
                     "speak",
                     "seen?",
@@ -1367,8 +1373,8 @@ fn ruby_fixture() {
                 ])
                 .context("module Greetings")
                 .open_end(),
-            unit(52, 56, K::Class, "Greetings::Shouter").names(&["Greetings::Shouter", "speak"]),
-            unit(58, 62, K::Method, "greet_all"),
+            unit(53, 57, K::Class, "Greetings::Shouter").names(&["Greetings::Shouter", "speak"]),
+            unit(59, 63, K::Method, "greet_all"),
         ],
         together: &[],
     });

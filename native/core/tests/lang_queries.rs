@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use coderecall_core::chunk::ChunkKind;
+use coderecall_core::chunk::{ChunkKind, definition_name};
 use coderecall_core::lang::Language;
 use tree_sitter::{Parser, Query, QueryCursor, StreamingIterator};
 
@@ -37,9 +37,11 @@ fn every_definitions_query_compiles() {
             failures.push(format!("{name}: the query has no patterns"));
         }
         for capture in query.capture_names() {
-            // `@receiver`: the type a method is declared on outside its body (Go).
+            // `@receiver`: the type a method is declared on outside its body (Go); `@_...`:
+            // a node a predicate tests (`attr_reader` in Ruby), no part of the definition.
             let known = *capture == "name"
                 || *capture == "receiver"
+                || capture.starts_with('_')
                 || capture
                     .strip_prefix("definition.")
                     .and_then(ChunkKind::from_name)
@@ -78,7 +80,7 @@ fn definitions(lang: Language, source: &str) -> Vec<(String, String, usize)> {
     );
 
     // name node byte range -> (definition byte length, kind, start line)
-    let mut by_name: HashMap<(usize, usize), (usize, &str, usize)> = HashMap::new();
+    let mut by_name: HashMap<(usize, usize), (usize, &str, usize, String)> = HashMap::new();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, tree.root_node(), source.as_bytes());
     while let Some(found) = matches.next() {
@@ -102,17 +104,23 @@ fn definitions(lang: Language, source: &str) -> Vec<(String, String, usize)> {
                 found.pattern_index
             );
         };
-        let entry = (node.byte_range().len(), kind, node.start_position().row + 1);
+        let text = definition_name(name, source).expect("a definition's name has text");
+        let entry = (
+            node.byte_range().len(),
+            kind,
+            node.start_position().row + 1,
+            text,
+        );
         let kept = by_name
             .entry((name.start_byte(), name.end_byte()))
-            .or_insert(entry);
+            .or_insert_with(|| entry.clone());
         // Two patterns giving one node two kinds would leave the chunker's choice to chance,
         // but for a field's: it gives way (a field holding a function is a method).
         assert!(
             entry.0 != kept.0 || entry.1 == kept.1 || entry.1 == "field" || kept.1 == "field",
             "{}: `{}` (line {}) is captured both as {} and as {}",
             lang.name(),
-            &source[name.byte_range()],
+            entry.3,
             entry.2,
             kept.1,
             entry.1
@@ -124,9 +132,7 @@ fn definitions(lang: Language, source: &str) -> Vec<(String, String, usize)> {
 
     let mut found: Vec<_> = by_name
         .into_iter()
-        .map(|((start, end), (_, kind, line))| {
-            (kind.to_owned(), source[start..end].to_owned(), line)
-        })
+        .map(|(_, (_, kind, line, text))| (kind.to_owned(), text, line))
         .collect();
     found.sort_by(|a, b| (a.2, &a.1, &a.0).cmp(&(b.2, &b.1, &b.0)));
     found
@@ -443,15 +449,18 @@ fn ruby_definitions() {
             ("module", "Speaker", 10),
             ("method", "speak", 11),
             ("class", "Greeter", 17),
-            ("method", "initialize", 22),
-            ("method", "speak", 27),
-            ("method", "seen?", 32),
-            ("method", "default", 34),
-            ("method", "loud", 39),
-            ("method", "reset!", 46),
-            ("class", "Greetings::Shouter", 52),
-            ("method", "speak", 53),
-            ("method", "greet_all", 58),
+            ("field", "prefix", 20),
+            ("field", "count", 20),
+            ("field", "mood", 21),
+            ("method", "initialize", 23),
+            ("method", "speak", 28),
+            ("method", "seen?", 33),
+            ("method", "default", 35),
+            ("method", "loud", 40),
+            ("method", "reset!", 47),
+            ("class", "Greetings::Shouter", 53),
+            ("method", "speak", 54),
+            ("method", "greet_all", 59),
         ],
     );
 }

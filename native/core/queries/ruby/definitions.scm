@@ -21,6 +21,14 @@
 (singleton_method
   name: (_) @name) @definition.method
 
+; Attributes: `attr_accessor :name, :age` defines a field per symbol (named without its colon).
+(call
+  !receiver
+  method: (identifier) @_attr
+  arguments: (argument_list
+    (simple_symbol) @name)
+  (#any-of? @_attr "attr_reader" "attr_writer" "attr_accessor")) @definition.field
+
 ; Constants: `MAX_RETRIES = 3` in a file, class or module body (a method cannot assign one).
 (assignment
   left: (constant) @name) @definition.constant
