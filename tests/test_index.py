@@ -432,6 +432,14 @@ def test_a_struct_field_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
             "Client.java": "class Client {\n    private int port;\n}\n",
             "theme.rb": "class Theme\n  attr_reader :name, :path\n\n  def initialize(path)\n"
             "    @path = path\n  end\nend\n",
+            # Parameters that declare fields.
+            "user.kt": "data class User(val email: String, val age: Int) {\n"
+            "    fun adult() = age >= 18\n}\n",
+            "shapes.scala": "case class Point(x: Int, y: Int)\ncase class Size(w: Int, h: Int)\n",
+            "client.ts": "export class Client {\n"
+            "  constructor(private readonly http: Http) {}\n}\n",
+            "Server.php": "<?php\nclass Server {\n"
+            "    public function __construct(private int $port) {}\n}\n",
         }
     )
     with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
@@ -451,9 +459,16 @@ def test_a_struct_field_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
             ("Options.retries", "options.ts", 2),
             ("Client.port", "Client.java", 2),
             ("Theme.path", "theme.rb", 2),
+            ("User.email", "user.kt", 1),
+            ("Size.h", "shapes.scala", 2),
+            ("Client.http", "client.ts", 2),
+            ("Server.port", "Server.php", 3),
         ):
             [found] = index.implementation_lookup(name)
             assert (found.path, found.kind, found.start_line) == (path, "field", line), name
+        # A field on its class's own line leaves the line to the class.
+        [user] = [h for h in index.search("User") if h.path == "user.kt"][:1]
+        assert (user.kind, user.symbol, user.start_line) == ("class", "User", 1)
         [struct] = [h for h in index.search("Config") if h.path == "config.rs"][:1]
         assert (struct.kind, struct.start_line, struct.end_line) == ("struct", 1, 6)
         # A method that shares a field's name comes first, and `cfg.verbose(true)` calls it,

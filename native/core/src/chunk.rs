@@ -630,6 +630,8 @@ struct Def {
     hi: usize,
     /// First line of the definition itself (after doc comments), used as context for members.
     header: String,
+    /// Row of that line.
+    head: usize,
     children: Vec<Def>,
 }
 
@@ -671,6 +673,7 @@ struct RawDef {
     lo: usize,
     hi: usize,
     header: String,
+    head: usize,
     /// Type a method is declared on outside its body (Go receivers).
     receiver: Option<String>,
 }
@@ -744,6 +747,7 @@ fn definitions_and_refs(
             lo,
             hi,
             header: context_line(lines.line(def_row)),
+            head: def_row,
             receiver: receiver
                 .and_then(|r| r.utf8_text(source.as_bytes()).ok())
                 .map(|r| r.trim_start_matches(['*', '&']).trim().to_owned())
@@ -863,7 +867,19 @@ fn nest(raw: Vec<RawDef>) -> Vec<Def> {
             None if r.receiver.is_some() => ChunkKind::Method,
             _ => r.kind,
         };
-        let local_path = match (parent, &r.receiver) {
+        // A parameter that declares a field (TypeScript's `constructor(private x: X)`, PHP's
+        // promoted `__construct(private int $x)`) is a field of the constructor's type; it
+        // stays in the constructor's unit, which covers its line and names it.
+        let owner = match parent {
+            Some(p) if kind == ChunkKind::Field && p.kind == ChunkKind::Method => stack
+                .len()
+                .checked_sub(2)
+                .map(|i| &stack[i].0)
+                .filter(|o| o.kind.is_type_like())
+                .or(parent),
+            _ => parent,
+        };
+        let local_path = match (owner, &r.receiver) {
             (Some(p), _) => format!("{}\u{0}{}", p.local_path, r.name),
             (None, Some(receiver)) => format!("{receiver}\u{0}{}", r.name),
             (None, None) => r.name.clone(),
@@ -878,6 +894,7 @@ fn nest(raw: Vec<RawDef>) -> Vec<Def> {
                 lo,
                 hi: r.hi,
                 header: r.header,
+                head: r.head,
                 children: Vec::new(),
             },
             r.start_byte,
@@ -911,6 +928,8 @@ struct Scope {
     gap_context: String,
     kind: ChunkKind,
     name: String,
+    /// Row of the enclosing definition's own first line (its name), if any.
+    head: Option<usize>,
 }
 
 impl Scope {
@@ -922,6 +941,7 @@ impl Scope {
             gap_context: String::new(),
             kind: ChunkKind::Code,
             name: String::new(),
+            head: None,
         }
     }
 }
@@ -994,9 +1014,19 @@ impl<'l, 'a> Emitter<'l, 'a> {
     /// left in the glue with `skip_values`).
     fn range(&mut self, defs: &[Def], lo: usize, hi: usize, scope: &Scope, skip_values: bool) {
         let outer = std::mem::replace(&mut self.scope, scope.id.clone());
+        let start = self.chunks.len();
         let mut cursor = lo;
         let mut first = !scope.local_path.is_empty();
+        // A member declared on its container's own first line (Kotlin's `class Point(val x:
+        // Int)`) stays in the container's head, which names it: a unit of its own would take
+        // the line that names the container.
+        let on_head = |d: &Def| d.kind.is_member() && scope.head.is_some_and(|row| d.lo <= row);
+        let mut held = Vec::new();
         for def in defs.iter().filter(|d| !(skip_values && d.kind.is_value())) {
+            if on_head(def) {
+                held.push(def);
+                continue;
+            }
             if def.hi <= cursor {
                 // Shares a line with a previous unit that already covers it (`case a, b`):
                 // that unit answers for its names too.
@@ -1018,6 +1048,14 @@ impl<'l, 'a> Emitter<'l, 'a> {
             cursor = def.hi;
         }
         self.gap(cursor, hi, scope);
+        for def in held {
+            if let Some(piece) = self.chunks[start..]
+                .iter_mut()
+                .find(|c| c.lo <= def.lo && def.lo < c.hi)
+            {
+                piece.add_names(collect_names(def));
+            }
+        }
         self.scope = outer;
     }
 
@@ -1067,6 +1105,7 @@ impl<'l, 'a> Emitter<'l, 'a> {
                 gap_context: scope.context.clone(),
                 kind: def.kind,
                 name: def.name.clone(),
+                head: Some(def.head),
             };
             self.range(&def.children, lo, def.hi, &inner, skip_values);
         }

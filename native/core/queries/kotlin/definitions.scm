@@ -38,11 +38,19 @@
 (enum_entry
   (identifier) @name) @definition.variant
 
-; A class's properties (`User.email`); upper-case names are left to constants. The `val`
-; parameters of a primary constructor are not captured: they stand on the class's own line,
-; which a field would take from the class when its methods split it.
+; A class's properties (`User.email`); upper-case names are left to constants.
 ((class_body
   (property_declaration
     (variable_declaration
       (identifier) @name)) @definition.field)
   (#not-match? @name "^_*[A-Z][A-Z0-9_]+$"))
+
+; A primary constructor's `val` and `var` parameters are properties too (`data class
+; User(val email: String)`); plain parameters are not.
+(class_parameter
+  [
+    "val"
+    "var"
+  ]
+  .
+  (identifier) @name) @definition.field

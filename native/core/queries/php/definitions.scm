@@ -36,10 +36,13 @@
 (enum_case
   name: (name) @name) @definition.variant
 
-; A class's properties (`Client::$timeout`, named without the `$`). The promoted parameters
-; of a constructor (`__construct(private int $port)`) are not captured: they stand inside
-; the method, which would own them.
+; A class's properties (`Client::$timeout`, named without the `$`), and a constructor's
+; promoted parameters (`__construct(private int $port)`).
 (property_declaration
   (property_element
     name: (variable_name
       (name) @name)) @definition.field)
+
+(property_promotion_parameter
+  name: (variable_name
+    (name) @name)) @definition.field

@@ -36,9 +36,7 @@
 (full_enum_case
   name: (identifier) @name) @definition.variant
 
-; A class's or object's `val`s and `var`s (`Config.timeout`). A case class's parameters are
-; not captured: they stand on the class's own line, which a field would take from the class
-; when its methods split it.
+; A class's or object's `val`s and `var`s (`Config.timeout`).
 (template_body
   [
     (val_definition
@@ -46,3 +44,18 @@
     (var_definition
       pattern: (identifier) @name)
   ] @definition.field)
+
+; Class parameters that are fields: `val` and `var` ones, and every parameter of a case
+; class (`case class Point(x: Int, y: Int)`).
+(class_parameter
+  [
+    "val"
+    "var"
+  ]
+  name: (identifier) @name) @definition.field
+
+(class_definition
+  "case"
+  class_parameters: (class_parameters
+    (class_parameter
+      name: (identifier) @name) @definition.field))

@@ -188,3 +188,20 @@
 (interface_body
   (property_signature
     name: (property_identifier) @name) @definition.field)
+
+; A constructor's parameter properties (`constructor(private readonly http: Http)`): an
+; access modifier or `readonly` makes a parameter a field.
+([
+  (required_parameter
+    (accessibility_modifier)
+    pattern: (identifier) @name)
+  (optional_parameter
+    (accessibility_modifier)
+    pattern: (identifier) @name)
+  (required_parameter
+    "readonly"
+    pattern: (identifier) @name)
+  (optional_parameter
+    "readonly"
+    pattern: (identifier) @name)
+] @definition.field)
