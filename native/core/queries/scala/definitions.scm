@@ -56,6 +56,6 @@
 
 (class_definition
   "case"
-  class_parameters: (class_parameters
+  (class_parameters
     (class_parameter
-      name: (identifier) @name) @definition.field))
+      name: (_) @name) @definition.field))
