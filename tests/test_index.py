@@ -435,7 +435,7 @@ def test_a_struct_field_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
             # Parameters that declare fields.
             "user.kt": "data class User(val email: String, val age: Int) {\n"
             "    fun adult() = age >= 18\n}\n",
-            "shapes.scala": "case class Point(x: Int, y: Int)\ncase class Size(w: Int, h: Int)\n",
+            "shapes.scala": "case class Point(x: Int, y: Int)\ncase class Size(x: Int, h: Int)\n",
             "client.ts": "export class Client {\n"
             "  constructor(private readonly http: Http) {}\n}\n",
             "Server.php": "<?php\nclass Server {\n"
@@ -466,6 +466,9 @@ def test_a_struct_field_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
         ):
             [found] = index.implementation_lookup(name)
             assert (found.path, found.kind, found.start_line) == (path, "field", line), name
+        # Two small types merged into one chunk: the hit names the field of the type asked for.
+        top = index.search("Size.x")[0]
+        assert (top.path, top.kind, top.symbol_path) == ("shapes.scala", "field", "shapes.Size.x")
         # A field on its class's own line leaves the line to the class.
         [user] = [h for h in index.search("User") if h.path == "user.kt"][:1]
         assert (user.kind, user.symbol, user.start_line) == ("class", "User", 1)

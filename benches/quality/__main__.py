@@ -269,11 +269,11 @@ def run_project(
     make_copy(root, tree, edits)
 
     # The lexical row stays lexical whatever models the user's cache holds; --model adds rows.
-    config = {"index_dir": work / "index", "embedding": {"provider": "none"}}
+    config = {"index_dir": _index_dir(work), "embedding": {"provider": "none"}}
     with CodeIndex(tree, config, force=True) as index:
         started = time.perf_counter()
         # Every file is read again, but content the index already holds keeps its chunks (and
-        # vectors): after a change to the chunker, delete <cache>/quality/*/index.
+        # vectors): the index belongs to one build of the native module.
         index.index(force=True, progress=False)
         info.index_seconds = time.perf_counter() - started
         native = index._open()
@@ -361,6 +361,34 @@ def _fitted(
         f"{fit['texts']} texts, held-out cosine {fit['cosine_before']:.3f} -> "
         f"{fit['cosine_after']:.3f}, ridge {fit['ridge']}"
     )
+
+
+def _native_build() -> str:
+    """A digest of the native module's file: what chunks and ranks."""
+    from coderecall import _native
+
+    digest = hashlib.blake2b(digest_size=6)
+    with open(_native.__file__, "rb") as library:
+        for block in iter(lambda: library.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _index_dir(work: Path) -> Path:
+    """The project's index for this build of the native module; those of other builds go.
+    A file's chunks are reused while the chunker's version is unchanged, and that version
+    does not move while the chunker is being changed: an index kept across builds would rank
+    chunks of an earlier one."""
+    build = _BUILD.setdefault("native", _native_build())
+    index = work / f"index-{build}"
+    if work.is_dir():
+        for entry in work.iterdir():
+            if entry.name.startswith("index") and entry != index and entry.is_dir():
+                shutil.rmtree(entry)
+    return index
+
+
+_BUILD: dict[str, str] = {}
 
 
 def _drop_stale_copies(work: Path) -> None:

@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 13;
+pub const VERSION: u32 = 14;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -984,7 +984,12 @@ impl Pending {
             kind: self.kind,
             symbol: self.symbol,
             local_path: self.local_path.replace('\u{0}', sep),
-            names: self.names.join(" "),
+            names: self
+                .names
+                .iter()
+                .map(|name| qualified_name(name, sep))
+                .collect::<Vec<_>>()
+                .join(" "),
             context: self.context,
             content_hash: content_hash(content.as_bytes()),
             content,
@@ -1233,16 +1238,39 @@ impl<'l, 'a> Emitter<'l, 'a> {
     }
 }
 
+/// The names a unit answers for: its own, and those of the definitions nested in it by their
+/// path from the unit's scope (`Block\0expr`), so a chunk of several small types still tells
+/// whose `expr` it holds (a field that a constructor's parameter declares is the type's:
+/// `program`, not `constructor.program`). The segments are joined with the language's
+/// separator when the chunk is made.
 fn collect_names(def: &Def) -> Vec<String> {
-    fn walk(def: &Def, out: &mut Vec<String>) {
-        out.push(def.name.clone());
+    fn walk(def: &Def, scope: &str, out: &mut Vec<String>) {
         for c in &def.children {
-            walk(c, out);
+            out.push(
+                c.local_path
+                    .strip_prefix(scope)
+                    .unwrap_or(&c.name)
+                    .to_owned(),
+            );
+            walk(c, scope, out);
         }
     }
-    let mut out = Vec::new();
-    walk(def, &mut out);
+    // The unit's own path ends with its name.
+    let scope = &def.local_path[..def.local_path.len().saturating_sub(def.name.len())];
+    let mut out = vec![def.name.clone()];
+    walk(def, scope, &mut out);
     out
+}
+
+/// A name of [`collect_names`] as a chunk lists it: its segments joined with `sep`, or only
+/// its last where `sep` holds a space (a Markdown section's ` > `), since a chunk's names are
+/// separated by spaces.
+fn qualified_name(name: &str, sep: &str) -> String {
+    if sep.contains(' ') {
+        name.rsplit('\u{0}').next().unwrap_or(name).to_owned()
+    } else {
+        name.replace('\u{0}', sep)
+    }
 }
 
 /// Whether rows `lo..hi` only close blocks (`}`, `};`, `end`, ...), trailing comments aside.

@@ -26,9 +26,9 @@ use crate::graph::Graph;
 use crate::hash::{IntMap, file_hash};
 use crate::lang::{Language, module_path};
 use crate::rank::{
-    Candidate, PHRASE_RUN, PathClass, Query, QueryClass, Weights, classify_path, diversify,
-    fingerprints, inherit_from_neighbours, is_generated_head, is_test_scope, other_names,
-    phrase_factor, quoted_sketch, score, sketch_admits,
+    Candidate, PHRASE_RUN, PathClass, Query, QueryClass, Weights, base_name, classify_path,
+    diversify, fingerprints, inherit_from_neighbours, is_generated_head, is_test_scope,
+    other_names, phrase_factor, quoted_sketch, score, sketch_admits, unit_names,
 };
 use crate::store::{
     Changes, ChunksAndSymbols, FileVersion, GcStats, SkippedFile, Store, ViewCounts, ViewEntry,
@@ -280,7 +280,7 @@ impl DocMeta {
             generated_head: false,
             symbol_prints: fingerprints(&symbol.to_lowercase()),
             name_prints: other_names(names, symbol)
-                .map(|n| fingerprints(&n.to_lowercase()))
+                .map(|n| fingerprints(&base_name(n).to_lowercase()))
                 .collect(),
             test_scope: is_test_scope(local_path),
             symbol: symbol.into(),
@@ -504,7 +504,7 @@ impl Lexical {
             let key = doc_key(path_id, ordinal);
             self.bm25.remove(key);
             if let Some(doc) = self.docs.remove(&key) {
-                for name in doc.names.split(' ').filter(|n| !n.is_empty()) {
+                for name in unit_names(&doc.names) {
                     let lower = name.to_lowercase();
                     if let Some(keys) = self.names.get_mut(&lower) {
                         keys.retain(|k| *k != key);
@@ -525,7 +525,7 @@ impl Lexical {
             let mut generated = false;
             for (ordinal, meta, analyzed) in chunks {
                 let key = doc_key(entry.path_id, ordinal);
-                for name in meta.names.split(' ').filter(|n| !n.is_empty()) {
+                for name in unit_names(&meta.names) {
                     self.names.entry(name.to_lowercase()).or_default().push(key);
                 }
                 generated |= meta.generated_head;
@@ -674,7 +674,7 @@ impl Lexical {
         docs.reserve(metas.len());
         let mut names: HashMap<String, Vec<u64>> = HashMap::new();
         for (key, meta) in metas {
-            for name in meta.names.split(' ').filter(|n| !n.is_empty()) {
+            for name in unit_names(&meta.names) {
                 names.entry(name.to_lowercase()).or_default().push(key);
             }
             docs.insert(key, meta);
@@ -696,7 +696,7 @@ fn doc_meta(c: &Chunk, values: &HashSet<&str>) -> DocMeta {
     } else {
         (0..u64::BITS)
             .zip(other_names(&c.names, &c.symbol))
-            .filter(|(_, n)| values.contains(n))
+            .filter(|(_, n)| values.contains(base_name(n)))
             .fold(0, |mask, (bit, _)| mask | (1 << bit))
     };
     let mut meta = DocMeta::new(
@@ -755,8 +755,10 @@ pub fn chunk_docs<'a>(
         } else {
             Cow::Owned(format!("{}\n{}", c.context, c.content))
         };
+        // The name field weighs each unit's name, not the paths the units are listed by.
+        let names = unit_names(&c.names).collect::<Vec<_>>().join(" ");
         analyze_doc(&DocFields {
-            name: &c.names,
+            name: &names,
             symbol_path: &symbol_path,
             path,
             body: &body,
@@ -1563,7 +1565,8 @@ impl Engine {
                         .chunk_and_symbols(path.file_hash, ordinal_of(key), with_content)?
                         .unwrap_or_default();
                     let named = symbols.into_iter().find(|s| {
-                        s.name == unit && (doc.start_line..=doc.end_line).contains(&s.start_line)
+                        crate::rank::is_unit(unit, &s.name, &s.local_path)
+                            && (doc.start_line..=doc.end_line).contains(&s.start_line)
                     });
                     (content, named)
                 }

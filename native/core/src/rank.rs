@@ -766,15 +766,22 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                         s *= w.constructor;
                     }
                     true
-                } else if let Some((i, unit)) = (0..)
+                } else if let Some((i, path)) = (0..)
                     .zip(other_names(c.names, c.symbol))
-                    .find(|(_, n)| eq_lowercase(base_name(n), last))
+                    .filter(|(_, n)| eq_lowercase(base_name(n), last))
+                    .map(|(i, n)| {
+                        let path = qualified
+                            && merged_path_matches(&query.segments, c.local_path, c.symbol, n);
+                        (i, path)
+                    })
+                    // The first unit of that name whose path the qualifier ends, else the first.
+                    .reduce(|best, next| if next.1 && !best.1 { next } else { best })
                 {
                     // A merged chunk defines each of its units, as its first unit's symbol
                     // does; a qualified name must end the unit's path.
                     s *= if !qualified {
                         w.exact_symbol
-                    } else if merged_path_matches(&query.segments, c.local_path, c.symbol, unit) {
+                    } else if path {
                         w.exact_symbol * w.exact_qualified
                     } else {
                         w.exact_name
@@ -819,7 +826,7 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
             let names_it = |name: &str| query.named.iter().any(|n| eq_lowercase(name, n));
             if !query.named.is_empty()
                 && ((!c.symbol.is_empty() && names_it(c.symbol))
-                    || c.names.split(' ').any(names_it))
+                    || c.names.split(' ').any(|n| names_it(base_name(n))))
             {
                 s *= w.named_identifier;
             }
@@ -924,14 +931,31 @@ pub fn merged_unit<'a>(
         })
 }
 
+/// Whether the symbol `name` at `local_path` is the unit a chunk lists as `unit` (its name,
+/// or its path inside one of the chunk's units: `Return.expr`).
+#[must_use]
+pub fn is_unit(unit: &str, name: &str, local_path: &str) -> bool {
+    name == unit
+        || (name == base_name(unit)
+            && split_qualified(local_path).ends_with(&split_qualified(unit)))
+}
+
+/// The names of a chunk's units, without the paths they are listed by: what the name index
+/// keys (`expr` for `Block.expr`).
+pub fn unit_names(names: &str) -> impl Iterator<Item = &str> {
+    names.split(' ').filter(|n| !n.is_empty()).map(base_name)
+}
+
 /// `TableCache::TableCache`, `Parser.Parser`: a member named as the type that holds it.
 fn is_constructor(local_path: &str) -> bool {
     let mut segments = local_path.rsplit(QUALIFIERS).filter(|s| !s.is_empty());
     matches!((segments.next(), segments.next()), (Some(a), Some(b)) if a == b)
 }
 
-/// The last segment of a name as the language writes it (`parse` of `Parser::parse`).
-fn base_name(name: &str) -> &str {
+/// The last segment of a name as the language writes it (`parse` of `Parser::parse`): the
+/// name itself of a chunk's unit listed by its path (`Block.expr`).
+#[must_use]
+pub fn base_name(name: &str) -> &str {
     name.rsplit(QUALIFIERS).next().unwrap_or(name)
 }
 
@@ -1541,6 +1565,25 @@ mod tests {
             assert!(by(query, &namespace) > by(query, &declared), "{query}");
             assert!(by(query, &defined) > by(query, &declared), "{query}");
         }
+        // Small types merged into one chunk list their members by type: `Return.expr` finds
+        // the chunk where `Return` declares it, and names it.
+        let mut trees = candidate("Trees.scala", "Block", "Trees.Block", ChunkKind::Class);
+        trees.names = "Block Block.stats Block.expr Return Return.expr";
+        let mut lone = candidate("Trees.scala", "Block", "Trees.Block", ChunkKind::Class);
+        lone.names = "Block Block.stats Block.expr";
+        assert!(by("Return.expr", &trees) > 2.0 * by("Return.expr", &lone));
+        let q = Query::parse("Return.expr");
+        assert_eq!(
+            merged_unit(&q, trees.symbol, trees.local_path, trees.names),
+            Some("Return.expr")
+        );
+        assert!(is_unit("Return.expr", "expr", "Trees.Return.expr"));
+        assert!(!is_unit("Return.expr", "expr", "Trees.Block.expr"));
+        assert!(is_unit(
+            "EmitterState::LastIndent",
+            "EmitterState::LastIndent",
+            "YAML::EmitterState::LastIndent"
+        ));
         let lift = by("def parse_arg", &near) / by("parse_arg", &near);
         assert!((lift - w.declared_kind).abs() < 1e-5, "{lift}");
     }

@@ -81,10 +81,19 @@ fn contains_line(chunk: &Chunk, line: u32) -> bool {
     chunk.start_line <= line && line <= chunk.end_line
 }
 
-/// Whether `name` is one of the space-separated entries of `names` (names may contain spaces,
-/// like Zig test names, so this matches a run of whole words).
+/// Whether `name` is one of the space-separated entries of `names`, alone or at the end of
+/// its path inside a unit (`Block.expr`, `usage::SEEN`). Names may contain spaces, like Zig
+/// test names, so this matches a run of whole words.
 fn lists_name(names: &str, name: &str) -> bool {
-    format!(" {names} ").contains(&format!(" {name} "))
+    let padded = format!(" {names} ");
+    [" ", ".", "::"]
+        .iter()
+        .any(|before| padded.contains(&format!("{before}{name} ")))
+}
+
+/// The unit a name of a chunk's `names` lists: its last segment (`expr` of `Block.expr`).
+fn unit_of(name: &str) -> &str {
+    name.rsplit(['.', ':']).next().unwrap_or(name)
 }
 
 /// One-line description of a chunk for failure messages.
@@ -336,7 +345,9 @@ fn names_list_contained_definitions(out: &FileChunks) -> Vec<String> {
         let (start, end) = core_range(c);
         let known = |name: &str| {
             out.symbols.iter().any(|s| {
-                s.name.split(' ').any(|word| word == name)
+                s.name
+                    .split(' ')
+                    .any(|word| word == name || word == unit_of(name))
                     && (contains_line(c, s.start_line)
                         || (s.start_line <= start && end <= s.end_line))
             })
@@ -1063,6 +1074,40 @@ fn go_package_level_variables_are_definitions() {
 }
 
 #[test]
+fn a_merged_chunk_lists_members_by_their_unit() {
+    // Small types merge into one chunk; each field is listed by the type that declares it,
+    // so `Return.expr` is told apart from `Block.expr`.
+    let source = "object Trees {\n  case class Block(stats: List[Tree], expr: Tree)\n  \
+                  case class Return(expr: Tree)\n  def size(t: Tree): Int = 1\n}\n";
+    let out = chunk_file(source, Language::Scala);
+    let holder = out
+        .chunks
+        .iter()
+        .find(|c| lists_name(&c.names, "Return"))
+        .expect("a chunk holds Return");
+    let names: Vec<&str> = holder.names.split(' ').collect();
+    for name in [
+        "Block",
+        "Block.stats",
+        "Block.expr",
+        "Return",
+        "Return.expr",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    assert!(!names.contains(&"expr"), "{names:?}");
+    // Rust joins with `::`; a Markdown section keeps its own name (a chunk's names are
+    // separated by spaces, and a section's path by ` > `).
+    let out = chunk_file("enum Mood { Happy, Grumpy }\n", Language::Rust);
+    assert_eq!(out.chunks[0].names, "Mood Mood::Happy Mood::Grumpy");
+    let out = chunk_file(
+        "# Guide\n\nIntro.\n\n## Install it\n\nRun pip.\n",
+        Language::Markdown,
+    );
+    assert_eq!(out.chunks[0].names, "Guide Install it");
+}
+
+#[test]
 fn rust_items_in_a_function_body_are_definitions() {
     let source = "fn usage() -> String {\n    \
         /// Indent of a flag's help.\n    \
@@ -1084,7 +1129,7 @@ fn rust_items_in_a_function_body_are_definitions() {
     );
     // The function stays one chunk that answers for its items' names.
     assert_eq!(out.chunks.len(), 1);
-    assert_eq!(out.chunks[0].names, "usage DASH_SPACE SEEN");
+    assert_eq!(out.chunks[0].names, "usage usage::DASH_SPACE usage::SEEN");
 }
 
 #[test]
