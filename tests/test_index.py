@@ -440,6 +440,9 @@ def test_a_struct_field_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
             "  constructor(private readonly http: Http) {}\n}\n",
             "Server.php": "<?php\nclass Server {\n"
             "    public function __construct(private int $port) {}\n}\n",
+            "Span.java": "record Span(int start, int end) {\n    int length() {\n"
+            "        return end - start;\n    }\n}\n",
+            "Person.cs": "public record Person(string Name, int Age);\n",
         }
     )
     with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
@@ -463,6 +466,8 @@ def test_a_struct_field_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
             ("Size.h", "shapes.scala", 2),
             ("Client.http", "client.ts", 2),
             ("Server.port", "Server.php", 3),
+            ("Span.end", "Span.java", 1),
+            ("Person.Age", "Person.cs", 1),
         ):
             [found] = index.implementation_lookup(name)
             assert (found.path, found.kind, found.start_line) == (path, "field", line), name

@@ -58,3 +58,9 @@
 (declaration_list
   (property_declaration
     name: (identifier) @name) @definition.field)
+
+; A positional record's parameters are its properties (`record Person(string Name)`).
+(record_declaration
+  (parameter_list
+    (parameter
+      name: (identifier) @name) @definition.field))

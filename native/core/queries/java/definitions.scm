@@ -80,3 +80,9 @@
     declarator: (variable_declarator
       name: (identifier) @name)
     .) @definition.field)
+
+; A record's components are its fields (`record Point(int x, int y)`).
+(record_declaration
+  parameters: (formal_parameters
+    (formal_parameter
+      name: (identifier) @name) @definition.field))
