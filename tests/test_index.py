@@ -409,6 +409,33 @@ def test_an_enum_member_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
         assert (member.kind, member.start_line, member.end_line) == ("variant", 1, 1)
 
 
+def test_config_tables_and_keys_are_sections_found_by_their_path(make_repo: MakeRepo) -> None:
+    """`tool.pytest.ini_options`, `jobs.build`: a TOML table and a YAML key (top level or one
+    in) are sections named by their path, found before the code that mentions the words."""
+    filler = "".join(f'{k} = "value {k}"\n' for k in ("a", "b", "c", "d", "e", "f"))
+    root = make_repo(
+        {
+            "pyproject.toml": '[project]\nname = "shop"\n\n[tool.pytest.ini_options]\n'
+            + filler
+            + "\n[tool.ruff]\nline-length = 100\n",
+            "ci.yml": "name: CI\non: [push]\njobs:\n  build:\n    runs-on: ubuntu-latest\n"
+            "    steps:\n      - run: make build\n  lint:\n    runs-on: ubuntu-latest\n",
+            "tool.py": "def pytest_options(tool):\n    return tool.pytest.ini_options\n\n\n"
+            "def build_jobs(jobs):\n    return jobs.build\n",
+        }
+    )
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        for query, path, line in (
+            ("tool.pytest.ini_options", "pyproject.toml", 4),
+            ("jobs.build", "ci.yml", 4),
+            ("jobs.lint", "ci.yml", 8),
+        ):
+            top = index.search(query)[0]
+            assert (top.path, top.start_line <= line <= top.end_line) == (path, True), query
+        [table] = index.implementation_lookup("tool.pytest.ini_options")
+        assert (table.path, table.kind, table.start_line) == ("pyproject.toml", "section", 4)
+
+
 def test_a_struct_field_is_found_where_it_is_declared(make_repo: MakeRepo) -> None:
     """`Config.retry_limit`, `Router.NotFoundHandler`, `client.flags`: a struct's fields are
     definitions of their own, found before the code that reads them most; the struct stays

@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 15;
+pub const VERSION: u32 = 16;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -330,6 +330,8 @@ pub fn chunk_file_with(source: &str, lang: Language, sizes: MergeSizes) -> FileC
     };
     match lang {
         Language::Markdown => markdown_sections(&lines, &mut out),
+        Language::Toml => sections(&lines, &mut out, toml_tables(&lines), lang),
+        Language::Yaml => sections(&lines, &mut out, yaml_keys(&lines), lang),
         _ => match lang.grammar().zip(lang.syntax_query()) {
             Some((grammar, query)) => {
                 match parse(unmacroed.as_deref().unwrap_or(source.as_bytes()), &grammar) {
@@ -1410,28 +1412,44 @@ fn markdown_sections(lines: &Lines<'_>, out: &mut Emitter<'_, '_>) {
         }
     }
     let mut chain: Vec<(usize, String)> = Vec::new();
-    let first = headings.first().map_or(lines.len(), |h| h.0);
-    out.gap(0, first, &Scope::root());
-    for (i, (row, level, title)) in headings.iter().enumerate() {
-        while chain.last().is_some_and(|(l, _)| l >= level) {
+    let mut found = Vec::with_capacity(headings.len());
+    for (row, level, title) in headings {
+        while chain.last().is_some_and(|(l, _)| *l >= level) {
             chain.pop();
         }
-        chain.push((*level, title.clone()));
-        let end = headings.get(i + 1).map_or(lines.len(), |h| h.0);
-        let local_path = chain
-            .iter()
-            .map(|(_, t)| t.as_str())
-            .collect::<Vec<_>>()
-            .join("\u{0}");
+        chain.push((level, title));
+        found.push((row, chain.iter().map(|(_, t)| t.clone()).collect()));
+    }
+    sections(lines, out, found, Language::Markdown);
+}
+
+/// One section per heading: `found` holds each heading's row and its path of titles (its
+/// own last), in order; a section runs to the next heading, what precedes the first is glue.
+fn sections(
+    lines: &Lines<'_>,
+    out: &mut Emitter<'_, '_>,
+    found: Vec<(usize, Vec<String>)>,
+    lang: Language,
+) {
+    let first = found.first().map_or(lines.len(), |h| h.0);
+    out.gap(0, first, &Scope::root());
+    for (i, (row, path)) in found.iter().enumerate() {
+        let Some(title) = path.last() else {
+            continue;
+        };
+        let end = found.get(i + 1).map_or(lines.len(), |h| h.0);
+        let local_path = path.join("\u{0}");
         let tokens = lines.tokens(*row, end);
         if tokens <= MAX_TOKENS {
+            // Listed by its whole path: sections merge across paths (`tool.mypy` after
+            // `tool.pytest`), all at the top.
             out.push(
                 *row,
                 end,
                 ChunkKind::Section,
                 title,
                 &local_path,
-                vec![title.clone()],
+                vec![local_path.clone()],
                 "",
             );
         } else {
@@ -1440,11 +1458,135 @@ fn markdown_sections(lines: &Lines<'_>, out: &mut Emitter<'_, '_>) {
         out.symbols.push(Symbol {
             name: title.clone(),
             kind: ChunkKind::Section,
-            local_path: local_path.replace('\u{0}', separator(Language::Markdown)),
+            local_path: local_path.replace('\u{0}', separator(lang)),
             start_line: row_to_line(*row),
             end_line: row_to_line(last_filled(lines, *row, end)),
         });
     }
+}
+
+/// TOML: one section per table header (`[tool.pytest]`, `[[bin]]`) at the start of a line,
+/// outside multi-line strings; its path is the table's dotted key (`tool`, `pytest`).
+fn toml_tables(lines: &Lines<'_>) -> Vec<(usize, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut in_string = false;
+    for row in 0..lines.len() {
+        let line = lines.line(row);
+        // A line with an odd number of `"""` or `\'\'\'` opens or closes a multi-line string.
+        if (line.matches("\"\"\"").count() + line.matches("\'\'\'").count()) % 2 == 1 {
+            in_string = !in_string;
+            continue;
+        }
+        if in_string {
+            continue;
+        }
+        let Some(header) = line.strip_prefix('[') else {
+            continue;
+        };
+        let header = header.strip_prefix('[').unwrap_or(header);
+        let Some(end) = header.find(']') else {
+            continue;
+        };
+        let rest = header[end..].trim_start_matches(']').trim();
+        if !(rest.is_empty() || rest.starts_with('#')) {
+            continue;
+        }
+        if let Some(path) = dotted_key(&header[..end]) {
+            found.push((row, path));
+        }
+    }
+    found
+}
+
+/// The parts of a TOML or YAML key (`tool."my.app".x` is `tool`, `my.app`, `x`); `None` for
+/// anything else (an array of values, an empty key).
+fn dotted_key(key: &str) -> Option<Vec<String>> {
+    let mut parts = Vec::new();
+    let mut part = String::new();
+    let mut quote: Option<char> = None;
+    for ch in key.chars() {
+        match (quote, ch) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => part.push(c),
+            (None, '"' | '\'') => quote = Some(ch),
+            (None, '.') => parts.push(std::mem::take(&mut part)),
+            (None, c) if c.is_alphanumeric() || matches!(c, '_' | '-') => part.push(c),
+            (None, c) if c.is_whitespace() => {}
+            (None, _) => return None,
+        }
+    }
+    parts.push(part);
+    let parts: Vec<String> = parts.into_iter().map(|p| p.trim().to_owned()).collect();
+    (quote.is_none() && parts.iter().all(|p| !p.is_empty() && !p.contains(' '))).then_some(parts)
+}
+
+/// YAML: one section per key at the top of a document (`jobs:`) and per key one level in
+/// (`jobs:` / `  build:`, path `jobs`, `build`); not inside a block scalar (`key: |`), list
+/// items or flow collections.
+fn yaml_keys(lines: &Lines<'_>) -> Vec<(usize, Vec<String>)> {
+    let mut found: Vec<(usize, Vec<String>)> = Vec::new();
+    // The top-level key being read, whether its value is a block scalar, and the indent of
+    // its own keys once seen.
+    let mut top: Option<(String, bool, Option<usize>)> = None;
+    for row in 0..lines.len() {
+        let line = lines.line(row);
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - trimmed.len();
+        if indent == 0 {
+            top = None;
+            if let Some((key, value)) = yaml_key(line) {
+                found.push((row, vec![key.clone()]));
+                top = Some((key, is_block_scalar(value), None));
+            }
+            continue;
+        }
+        let Some((key1, scalar, inner)) = top.as_mut() else {
+            continue;
+        };
+        if *scalar || line.starts_with('\t') {
+            continue;
+        }
+        let level = *inner.get_or_insert(indent);
+        if indent != level {
+            continue;
+        }
+        match yaml_key(trimmed) {
+            Some((key, _)) => found.push((row, vec![key1.clone(), key])),
+            // A sequence or a scalar at that indent: no keys below this top-level key.
+            None => *scalar = true,
+        }
+    }
+    found
+}
+
+/// `key: value` at the start of `line`: the key (unquoted) and the rest after the colon.
+fn yaml_key(line: &str) -> Option<(String, &str)> {
+    if line.starts_with(['-', '[', '{', '&', '*', '!', '%', '?', '|', '>', '@', '`']) {
+        return None;
+    }
+    let colon = if line.starts_with(['"', '\'']) {
+        let close = line[1..].find(line.as_bytes()[0] as char)? + 1;
+        close + line[close..].find(':')?
+    } else {
+        line.find(": ")
+            .or_else(|| line.ends_with(':').then(|| line.len() - 1))?
+    };
+    let key = line[..colon].trim().trim_matches(['"', '\'']);
+    let after = &line[colon + 1..];
+    (!key.is_empty() && !key.contains(['#', '\t']) && (after.is_empty() || after.starts_with(' ')))
+        .then(|| (key.to_owned(), after.trim()))
+}
+
+/// `|`, `>-`, `|2+` and such: the value is the indented text below.
+fn is_block_scalar(value: &str) -> bool {
+    let value = value.split(" #").next().unwrap_or(value).trim();
+    value.starts_with(['|', '>'])
+        && value[1..]
+            .chars()
+            .all(|c| matches!(c, '+' | '-' | '1'..='9'))
 }
 
 /// Last non-blank row of `lo..hi` (`lo` if all are blank).
@@ -1497,6 +1639,48 @@ mod tests {
         assert!(names.contains(&"level7"), "{names:?}");
         assert_eq!(out.refs.len(), 1);
         assert_eq!((out.refs[0].name.as_str(), out.refs[0].line), ("helper", 9));
+    }
+
+    #[test]
+    fn toml_tables_and_yaml_keys_are_sections() {
+        let paths = |src: &str, lang| -> Vec<(u32, String)> {
+            chunk_file(src, lang)
+                .symbols
+                .into_iter()
+                .map(|s| (s.start_line, s.local_path))
+                .collect()
+        };
+        let toml = "name = \"x\"\n[tool.pytest]\nlog = \"\"\"\n[not.a.table]\n\"\"\"\n\
+                    data = [\n[1, 2],\n]\n[[bin]] # first\n[tool.\"my.app\".x]\n";
+        assert_eq!(
+            paths(toml, Language::Toml),
+            [
+                (2, "tool.pytest".to_owned()),
+                (9, "bin".to_owned()),
+                (10, "tool.my.app.x".to_owned())
+            ]
+        );
+        let yaml = "# CI\nname: CI\njobs:\n  build:\n    steps:\n      - run: make\n  \
+                    lint:\n    x: 1\nscript: |\n  foo: bar\nitems:\n  - a: 1\n  b: 2\n\
+                    \"quoted\": 3\nurl: http://x\n---\nkind: Service\n";
+        assert_eq!(
+            paths(yaml, Language::Yaml),
+            [
+                (2, "name".to_owned()),
+                (3, "jobs".to_owned()),
+                (4, "jobs.build".to_owned()),
+                (7, "jobs.lint".to_owned()),
+                (9, "script".to_owned()),
+                (11, "items".to_owned()),
+                (14, "quoted".to_owned()),
+                (15, "url".to_owned()),
+                (17, "kind".to_owned())
+            ]
+        );
+        // A merged chunk lists each section by its path.
+        let out = chunk_file("[tool.a]\nx = 1\n[tool.b]\ny = 2\n", Language::Toml);
+        assert_eq!(out.chunks.len(), 1);
+        assert_eq!(out.chunks[0].names, "tool.a tool.b");
     }
 
     #[test]
