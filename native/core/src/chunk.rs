@@ -1549,6 +1549,10 @@ fn yaml_keys(lines: &Lines<'_>) -> Vec<(usize, Vec<String>)> {
         if *scalar || line.starts_with('\t') {
             continue;
         }
+        // A merge key (`<<: *defaults`) brings keys defined elsewhere.
+        if trimmed.starts_with("<<") {
+            continue;
+        }
         let level = *inner.get_or_insert(indent);
         if indent != level {
             continue;
@@ -1660,7 +1664,7 @@ mod tests {
                 (10, "tool.my.app.x".to_owned())
             ]
         );
-        let yaml = "# CI\nname: CI\njobs:\n  build:\n    steps:\n      - run: make\n  \
+        let yaml = "# CI\nname: CI\njobs:\n  <<: *all\n  build:\n    - make\n  \
                     lint:\n    x: 1\nscript: |\n  foo: bar\nitems:\n  - a: 1\n  b: 2\n\
                     \"quoted\": 3\nurl: http://x\n---\nkind: Service\n";
         assert_eq!(
@@ -1668,7 +1672,7 @@ mod tests {
             [
                 (2, "name".to_owned()),
                 (3, "jobs".to_owned()),
-                (4, "jobs.build".to_owned()),
+                (5, "jobs.build".to_owned()),
                 (7, "jobs.lint".to_owned()),
                 (9, "script".to_owned()),
                 (11, "items".to_owned()),
