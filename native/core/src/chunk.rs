@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 16;
+pub const VERSION: u32 = 17;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.
@@ -1465,8 +1465,10 @@ fn sections(
     }
 }
 
-/// TOML: one section per table header (`[tool.pytest]`, `[[bin]]`) at the start of a line,
-/// outside multi-line strings; its path is the table's dotted key (`tool`, `pytest`).
+/// TOML: one section per table header (`[tool.pytest]`) at the start of a line, outside
+/// multi-line strings; its path is the table's dotted key (`tool`, `pytest`). The entries of
+/// an array of tables (`[[test]]`, thousands of them in a data file) all share one name:
+/// they stay in the section before them.
 fn toml_tables(lines: &Lines<'_>) -> Vec<(usize, Vec<String>)> {
     let mut found = Vec::new();
     let mut in_string = false;
@@ -1483,7 +1485,9 @@ fn toml_tables(lines: &Lines<'_>) -> Vec<(usize, Vec<String>)> {
         let Some(header) = line.strip_prefix('[') else {
             continue;
         };
-        let header = header.strip_prefix('[').unwrap_or(header);
+        if header.starts_with('[') {
+            continue;
+        }
         let Some(end) = header.find(']') else {
             continue;
         };
@@ -1520,9 +1524,11 @@ fn dotted_key(key: &str) -> Option<Vec<String>> {
     (quote.is_none() && parts.iter().all(|p| !p.is_empty() && !p.contains(' '))).then_some(parts)
 }
 
-/// YAML: one section per key at the top of a document (`jobs:`) and per key one level in
-/// (`jobs:` / `  build:`, path `jobs`, `build`); not inside a block scalar (`key: |`), list
-/// items or flow collections.
+/// YAML: one section per key at the top of a document (`jobs:`) and per block one level in
+/// (`jobs:` / `  build:` and the lines below it, path `jobs`, `build`); not inside a block
+/// scalar (`key: |`), list items or flow collections. A key one level in whose value fits
+/// on its line (`  button_clear: Clear`, a locale's thousand messages) is an entry of its
+/// section, as a TOML key is of its table.
 fn yaml_keys(lines: &Lines<'_>) -> Vec<(usize, Vec<String>)> {
     let mut found: Vec<(usize, Vec<String>)> = Vec::new();
     // The top-level key being read, whether its value is a block scalar, and the indent of
@@ -1558,7 +1564,12 @@ fn yaml_keys(lines: &Lines<'_>) -> Vec<(usize, Vec<String>)> {
             continue;
         }
         match yaml_key(trimmed) {
-            Some((key, _)) => found.push((row, vec![key1.clone(), key])),
+            Some((key, value)) => {
+                let block = value.is_empty() || value.starts_with('&') || is_block_scalar(value);
+                if block {
+                    found.push((row, vec![key1.clone(), key]));
+                }
+            }
             // A sequence or a scalar at that indent: no keys below this top-level key.
             None => *scalar = true,
         }
@@ -1660,7 +1671,6 @@ mod tests {
             paths(toml, Language::Toml),
             [
                 (2, "tool.pytest".to_owned()),
-                (9, "bin".to_owned()),
                 (10, "tool.my.app.x".to_owned())
             ]
         );
@@ -1680,6 +1690,12 @@ mod tests {
                 (15, "url".to_owned()),
                 (17, "kind".to_owned())
             ]
+        );
+        // Entries that fit on their line are no sections, one level in.
+        let locale = "en:\n  button_clear: Clear\n  notice:\n    saved: Saved\n";
+        assert_eq!(
+            paths(locale, Language::Yaml),
+            [(1, "en".to_owned()), (3, "en.notice".to_owned())]
         );
         // A merged chunk lists each section by its path.
         let out = chunk_file("[tool.a]\nx = 1\n[tool.b]\ny = 2\n", Language::Toml);
