@@ -28,7 +28,7 @@ use crate::lang::{Language, module_path};
 use crate::rank::{
     Candidate, PHRASE_RUN, PathClass, Query, QueryClass, Weights, base_name, classify_path,
     diversify, fingerprints, inherit_from_neighbours, is_generated_head, is_test_scope,
-    other_names, phrase_factor, quoted_sketch, score, sketch_admits, unit_names,
+    other_names, phrase_factor, quoted_sketch, score, sketch_admits, unit_names, unit_names_joined,
 };
 use crate::store::{
     Changes, ChunksAndSymbols, FileVersion, GcStats, SkippedFile, Store, ViewCounts, ViewEntry,
@@ -756,7 +756,7 @@ pub fn chunk_docs<'a>(
             Cow::Owned(format!("{}\n{}", c.context, c.content))
         };
         // The name field weighs each unit's name, not the paths the units are listed by.
-        let names = unit_names(&c.names).collect::<Vec<_>>().join(" ");
+        let names = unit_names_joined(&c.names);
         analyze_doc(&DocFields {
             name: &names,
             symbol_path: &symbol_path,

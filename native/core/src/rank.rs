@@ -766,16 +766,8 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
                         s *= w.constructor;
                     }
                     true
-                } else if let Some((i, path)) = (0..)
-                    .zip(other_names(c.names, c.symbol))
-                    .filter(|(_, n)| eq_lowercase(base_name(n), last))
-                    .map(|(i, n)| {
-                        let path = qualified
-                            && merged_path_matches(&query.segments, c.local_path, c.symbol, n);
-                        (i, path)
-                    })
-                    // The first unit of that name whose path the qualifier ends, else the first.
-                    .reduce(|best, next| if next.1 && !best.1 { next } else { best })
+                } else if let Some((i, _, path)) =
+                    named_unit(query, c.symbol, c.local_path, c.names)
                 {
                     // A merged chunk defines each of its units, as its first unit's symbol
                     // does; a qualified name must end the unit's path.
@@ -902,7 +894,7 @@ fn merged_path_matches(segments: &[String], local_path: &str, symbol: &str, name
 #[must_use]
 pub fn merged_unit<'a>(
     query: &Query,
-    symbol: &str,
+    symbol: &'a str,
     local_path: &str,
     names: &'a str,
 ) -> Option<&'a str> {
@@ -920,15 +912,30 @@ pub fn merged_unit<'a>(
     if !symbol.is_empty() && eq_lowercase(base_name(symbol), last) {
         return None;
     }
+    named_unit(query, symbol, local_path, names).map(|(_, unit, _)| unit)
+}
+
+/// Among a chunk's other units (`other_names`), the one an identifier query names by its
+/// last segment: the one whose path a qualifier ends, then the one spelled as typed, then
+/// the first. Its position among them (for [`Candidate::is_value_name`]), its name and
+/// whether its path matched. The score and the hit's symbol both read it, so a hit names
+/// the unit it was ranked for.
+fn named_unit<'a>(
+    query: &Query,
+    symbol: &'a str,
+    local_path: &str,
+    names: &'a str,
+) -> Option<(u32, &'a str, bool)> {
+    let last = query.segments.last()?;
     let qualified = query.segments.len() > 1;
-    names
-        .split(' ')
-        .filter(|n| eq_lowercase(base_name(n), last))
-        .rev() // `max_by_key` keeps the last of equals: the first in the chunk
-        .max_by_key(|n| {
+    (0..)
+        .zip(other_names(names, symbol))
+        .filter(|(_, n)| eq_lowercase(base_name(n), last))
+        .map(|(i, n)| {
             let path = qualified && merged_path_matches(&query.segments, local_path, symbol, n);
-            (path, base_name(n) == query.name)
+            (i, n, path)
         })
+        .max_by_key(|&(i, n, path)| (path, base_name(n) == query.name, std::cmp::Reverse(i)))
 }
 
 /// Whether the symbol `name` at `local_path` is the unit a chunk lists as `unit` (its name,
@@ -944,6 +951,17 @@ pub fn is_unit(unit: &str, name: &str, local_path: &str) -> bool {
 /// keys (`expr` for `Block.expr`).
 pub fn unit_names(names: &str) -> impl Iterator<Item = &str> {
     names.split(' ').filter(|n| !n.is_empty()).map(base_name)
+}
+
+/// The chunk's unit names joined for the name field: `names` itself unless one is listed by
+/// its path (most chunks list bare names, and this runs for every chunk indexed).
+#[must_use]
+pub fn unit_names_joined(names: &str) -> std::borrow::Cow<'_, str> {
+    if names.contains(QUALIFIERS) {
+        unit_names(names).collect::<Vec<_>>().join(" ").into()
+    } else {
+        names.into()
+    }
 }
 
 /// `TableCache::TableCache`, `Parser.Parser`: a member named as the type that holds it.
