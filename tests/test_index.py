@@ -264,6 +264,30 @@ def test_no_content_after_a_merged_unit_is_named(make_repo: MakeRepo) -> None:
         assert all(hit.content is None for hit in hits)
 
 
+def test_a_sentence_names_the_merged_unit_it_is_about(make_repo: MakeRepo) -> None:
+    """Small methods share their class's chunk; a sentence about one of them names it, with
+    its kind, and the chunk's lines."""
+    methods = "".join(
+        f"    def {name}(self, text):\n        return self.out.{call}(text)\n\n"
+        for name, call in [("printf", "format"), ("println", "line"), ("print_err", "err")]
+    )
+    root = make_repo({"command.py": f"class Command:\n{methods}"})
+    with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
+        [top] = index.search("println writes the text on a line of its own", limit=1)
+        assert (top.path, top.kind, top.symbol_path) == (
+            "command.py",
+            "method",
+            "command.Command.println",
+        )
+        assert top.start_line == 1  # the chunk holds the class and printf too
+        # A kind filter admitted the chunk for its own kind: its name stays.
+        [top] = index.search("println writes the text", limit=1, kind="class")
+        assert (top.kind, top.symbol_path) == ("class", "command.Command")
+        # Words that cover no unit's name leave the chunk named by its own symbol.
+        [top] = index.search("format the text", limit=1)
+        assert top.symbol_path == "command.Command"
+
+
 def test_a_path_shows_the_file_from_its_opening(make_repo: MakeRepo) -> None:
     """A file's name asks for the file: its first chunk comes first, the rest in order, not
     the one-line `#endif` that BM25F's length normalisation favours."""

@@ -264,6 +264,24 @@ struct DocMeta {
 }
 
 impl DocMeta {
+    /// The chunk as the ranking rules read it, with its lexical score `bm25`.
+    fn candidate<'a>(&'a self, bm25: f32, path: &'a PathMeta) -> Candidate<'a> {
+        Candidate {
+            bm25,
+            path: &path.path,
+            path_class: path.class,
+            path_prints: &path.prints,
+            symbol: &self.symbol,
+            symbol_prints: &self.symbol_prints,
+            name_prints: &self.name_prints,
+            value_names: self.value_names,
+            test_scope: self.test_scope,
+            local_path: &self.local_path,
+            names: &self.names,
+            kind: self.kind,
+        }
+    }
+
     fn new(
         kind: ChunkKind,
         symbol: &str,
@@ -1452,21 +1470,10 @@ impl Engine {
             .filter_map(|(key, bm25, channels)| {
                 let doc = lx.docs.get(&key)?;
                 let path = lx.paths.get(&path_id_of(key))?;
-                let c = Candidate {
-                    bm25,
-                    path: &path.path,
-                    path_class: path.class,
-                    path_prints: &path.prints,
-                    symbol: &doc.symbol,
-                    symbol_prints: &doc.symbol_prints,
-                    name_prints: &doc.name_prints,
-                    value_names: doc.value_names,
-                    test_scope: doc.test_scope,
-                    local_path: &doc.local_path,
-                    names: &doc.names,
-                    kind: doc.kind,
-                };
-                Some((score(&query, &c, &weights), (key, channels)))
+                Some((
+                    score(&query, &doc.candidate(bm25, path), &weights),
+                    (key, channels),
+                ))
             })
             .collect();
         if query.class == QueryClass::NaturalLanguage {
@@ -1485,7 +1492,7 @@ impl Engine {
         }
         let units = query.class == QueryClass::Identifier;
         let ranked = per_file_cap(scored, req, &weights, lx, units);
-        self.hits(lx, ranked, req.with_content, Some(&query))
+        self.hits(lx, ranked, req, Some(&query))
     }
 
     /// The phrase rule ([`phrase_factor`]) for the best [`PHRASE_CANDIDATES`] of `scored`:
@@ -1537,16 +1544,17 @@ impl Engine {
         Ok(())
     }
 
-    /// Hits for ranked `(score, (document key, channels))`, with their text if asked. For
-    /// an identifier `query`, a hit names the unit the query names, which is not always the
-    /// first of the units merged into its chunk.
+    /// Hits for ranked `(score, (document key, channels))`, with their text if asked. A hit
+    /// names the unit of its chunk that `query` asks for ([`crate::rank::merged_unit`]),
+    /// which is not always the first of the units merged into it.
     fn hits(
         &self,
         lx: &Lexical,
         ranked: Vec<(f32, (u64, Channels))>,
-        with_content: bool,
+        req: &SearchRequest,
         query: Option<&Query>,
     ) -> Result<Vec<Hit>> {
+        let with_content = req.with_content;
         let mut reader = with_content.then(|| Self::lock(&self.reader));
         let mut hits = Vec::with_capacity(ranked.len());
         for (score, (key, channels)) in ranked {
@@ -1554,9 +1562,7 @@ impl Engine {
             else {
                 continue;
             };
-            let unit = query.and_then(|q| {
-                crate::rank::merged_unit(q, &doc.symbol, &doc.local_path, &doc.names)
-            });
+            let unit = query.and_then(|q| crate::rank::merged_unit(q, &doc.candidate(0.0, path)));
             let (content, named) = match (unit, &reader) {
                 // The symbols come from the outline that holds the content: one read.
                 (Some(unit), _) => {
@@ -1564,9 +1570,12 @@ impl Engine {
                         .get_or_insert_with(|| Self::lock(&self.reader))
                         .chunk_and_symbols(path.file_hash, ordinal_of(key), with_content)?
                         .unwrap_or_default();
+                    // A kind filter admitted the chunk: its name stays unless the unit's
+                    // kind is one asked for too.
                     let named = symbols.into_iter().find(|s| {
                         crate::rank::is_unit(unit, &s.name, &s.local_path)
                             && (doc.start_line..=doc.end_line).contains(&s.start_line)
+                            && (req.kinds.is_empty() || req.kinds.contains(&s.kind))
                     });
                     (content, named)
                 }
@@ -1898,7 +1907,7 @@ impl Engine {
                     .map(|(key, similarity)| (similarity, (key, semantic_only)))
                     .collect();
                 let ranked = per_file_cap(scored, req, &weights, lx, false);
-                return self.hits(lx, ranked, req.with_content, None);
+                return self.hits(lx, ranked, req, None);
             }
         }
         // The code's own terms, whatever a query parser would make of its first words.
@@ -1911,7 +1920,7 @@ impl Engine {
             .map(|(key, score)| (score, (key, Channels::LEXICAL)))
             .collect();
         let ranked = per_file_cap(scored, req, &weights, lx, false);
-        self.hits(lx, ranked, req.with_content, None)
+        self.hits(lx, ranked, req, None)
     }
 
     /// The document key and chunk of the innermost chunk of `path` that holds `line`, or

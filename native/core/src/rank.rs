@@ -827,12 +827,7 @@ pub fn score(query: &Query, c: &Candidate<'_>, w: &Weights) -> f32 {
     if !c.symbol.is_empty() && query.class != QueryClass::Path {
         // A chunk of merged small units answers for each of them, not only the first. A
         // sentence's words are not asking for the values named like them (`name`, `size`).
-        let sentence = query.class == QueryClass::NaturalLanguage;
-        let best = (0..)
-            .zip(c.name_prints)
-            .filter(|&(i, _)| !(sentence && c.is_value_name(i)))
-            .map(|(_, prints)| coverage(&query.prints, prints))
-            .fold(coverage(&query.prints, c.symbol_prints), f32::max);
+        let (_, best) = best_covered(query, c);
         s *= 1.0 + w.partial_symbol * best;
     }
     s *= 1.0 + w.path_terms * coverage(&query.prints, c.path_prints);
@@ -890,20 +885,28 @@ fn merged_path_matches(segments: &[String], local_path: &str, symbol: &str, name
 /// own `symbol` does not: a hit for `Watcher.polling` in the chunk that opens with
 /// `Watcher.__repr__` is about `polling`, and says so. Among several, the one whose path a
 /// qualifier ends, then the one spelled as typed, then the first. A sentence that names a
-/// compound identifier (`where is last_flush_started set`) names its unit the same way.
+/// compound identifier (`where is last_flush_started set`) names its unit the same way;
+/// else the unit whose name its words cover best, if that is not the chunk's own
+/// (`Println is a convenience method...` is about `Println`, merged after `Printf`).
 #[must_use]
-pub fn merged_unit<'a>(
-    query: &Query,
-    symbol: &'a str,
-    local_path: &str,
-    names: &'a str,
-) -> Option<&'a str> {
+pub fn merged_unit<'a>(query: &Query, c: &Candidate<'a>) -> Option<&'a str> {
+    let (symbol, local_path, names) = (c.symbol, c.local_path, c.names);
     if query.class == QueryClass::NaturalLanguage {
         let names_it = |name: &str| query.named.iter().any(|n| eq_lowercase(name, n));
-        if query.named.is_empty() || (!symbol.is_empty() && names_it(base_name(symbol))) {
-            return None;
+        if !query.named.is_empty() {
+            if !symbol.is_empty() && names_it(base_name(symbol)) {
+                return None;
+            }
+            if let Some(unit) = names.split(' ').find(|n| names_it(base_name(n))) {
+                return Some(unit);
+            }
         }
-        return names.split(' ').find(|n| names_it(base_name(n)));
+        let (Some(i), share) = best_covered(query, c) else {
+            return None;
+        };
+        return (share > 0.0)
+            .then(|| other_names(names, symbol).nth(i as usize))
+            .flatten();
     }
     if query.class != QueryClass::Identifier {
         return None;
@@ -936,6 +939,22 @@ fn named_unit<'a>(
             (i, n, path)
         })
         .max_by_key(|&(i, n, path)| (path, base_name(n) == query.name, std::cmp::Reverse(i)))
+}
+
+/// The unit of a chunk whose name the query's terms cover best ([`coverage`]): `None` for
+/// the chunk's own symbol, which wins ties, `Some(i)` for the `i`-th of its other names;
+/// with that coverage. A sentence's words are not asking for the values named like them
+/// (`name`, `size`).
+fn best_covered(query: &Query, c: &Candidate<'_>) -> (Option<u32>, f32) {
+    let sentence = query.class == QueryClass::NaturalLanguage;
+    (0..)
+        .zip(c.name_prints)
+        .filter(|&(i, _)| !(sentence && c.is_value_name(i)))
+        .map(|(i, prints)| (Some(i), coverage(&query.prints, prints)))
+        .fold(
+            (None, coverage(&query.prints, c.symbol_prints)),
+            |best, next| if next.1 > best.1 { next } else { best },
+        )
 }
 
 /// Whether the symbol `name` at `local_path` is the unit a chunk lists as `unit` (its name,
@@ -1591,10 +1610,7 @@ mod tests {
         lone.names = "Block Block.stats Block.expr";
         assert!(by("Return.expr", &trees) > 2.0 * by("Return.expr", &lone));
         let q = Query::parse("Return.expr");
-        assert_eq!(
-            merged_unit(&q, trees.symbol, trees.local_path, trees.names),
-            Some("Return.expr")
-        );
+        assert_eq!(merged_unit(&q, &trees), Some("Return.expr"));
         assert!(is_unit("Return.expr", "expr", "Trees.Return.expr"));
         assert!(!is_unit("Return.expr", "expr", "Trees.Block.expr"));
         assert!(is_unit(
@@ -1604,6 +1620,43 @@ mod tests {
         ));
         let lift = by("def parse_arg", &near) / by("parse_arg", &near);
         assert!((lift - w.declared_kind).abs() < 1e-5, "{lift}");
+    }
+
+    /// `c` with the units `names` merged into it, their fingerprints as the index keeps them.
+    fn with_units<'a>(mut c: Candidate<'a>, names: &'a str) -> Candidate<'a> {
+        c.names = names;
+        c.name_prints = Box::leak(
+            other_names(names, c.symbol)
+                .map(|n| fingerprints(&base_name(n).to_lowercase()))
+                .collect(),
+        );
+        c
+    }
+
+    #[test]
+    fn a_sentence_names_the_merged_unit_its_words_cover() {
+        let command = || candidate("command.go", "Printf", "Command.Printf", ChunkKind::Method);
+        let c = with_units(command(), "Printf Println PrintErr");
+        let unit = |q: &str| merged_unit(&Query::parse(q), &c);
+        assert_eq!(
+            unit("Println is a convenience method to Println to the defined output"),
+            Some("Println")
+        );
+        // The chunk's own unit wins ties, and a sentence that covers no name keeps it.
+        assert_eq!(unit("Printf formats to the defined output"), None);
+        assert_eq!(unit("write to the defined output"), None);
+        // A value is not what a sentence's word asks for.
+        let mut valued = with_units(command(), "Printf output");
+        valued.value_names = 1;
+        assert_eq!(
+            merged_unit(&Query::parse("the defined output"), &valued),
+            None
+        );
+        valued.value_names = 0;
+        assert_eq!(
+            merged_unit(&Query::parse("the defined output"), &valued),
+            Some("output")
+        );
     }
 
     #[test]
