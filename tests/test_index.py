@@ -283,8 +283,11 @@ def test_a_sentence_names_the_merged_unit_it_is_about(make_repo: MakeRepo) -> No
         # A kind filter admitted the chunk for its own kind: its name stays.
         [top] = index.search("println writes the text", limit=1, kind="class")
         assert (top.kind, top.symbol_path) == ("class", "command.Command")
-        # Words that cover no unit's name leave the chunk named by its own symbol.
+        # Words that cover no unit's name: the unit whose own lines hold them.
         [top] = index.search("format the text", limit=1)
+        assert top.symbol_path == "command.Command.printf"
+        # Words that cover the chunk's own name keep it.
+        [top] = index.search("the command's text", limit=1)
         assert top.symbol_path == "command.Command"
 
 

@@ -7,6 +7,7 @@
 //! dropped and rebuilt from stored chunks. Nothing derived is ever trusted over SQLite.
 
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Read;
@@ -25,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::graph::Graph;
 use crate::hash::{IntMap, file_hash};
 use crate::lang::{Language, module_path};
+use crate::outline::Outline;
 use crate::rank::{
     Candidate, PHRASE_RUN, PathClass, Query, QueryClass, Weights, base_name, classify_path,
     diversify, fingerprints, inherit_from_neighbours, is_generated_head, is_test_scope,
@@ -782,6 +784,26 @@ pub fn chunk_docs<'a>(
             body: &body,
         })
     })
+}
+
+/// The symbol among a chunk's `symbols` that are its units (`is_unit`) that a sentence is
+/// about by the units' own lines ([`crate::rank::unit_by_text`]).
+fn unit_of_text(
+    query: &Query,
+    weights: &[f32],
+    text: &str,
+    doc: &DocMeta,
+    symbols: &[Symbol],
+    is_unit: impl Fn(&Symbol) -> bool,
+) -> Option<Symbol> {
+    let units: Vec<&Symbol> = symbols.iter().filter(|s| is_unit(s)).collect();
+    let ranges: Vec<(u32, u32)> = units.iter().map(|s| (s.start_line, s.end_line)).collect();
+    let own = units
+        .iter()
+        .position(|s| s.name == *doc.symbol && s.local_path == *doc.local_path);
+    crate::rank::unit_by_text(query, weights, text, doc.start_line, &ranges, own)
+        .filter(|&i| Some(i) != own)
+        .map(|i| units[i].clone())
 }
 
 /// One view (a root) of an index directory, shared by every thread of a process.
@@ -1555,35 +1577,69 @@ impl Engine {
         query: Option<&Query>,
     ) -> Result<Vec<Hit>> {
         let with_content = req.with_content;
-        let mut reader = with_content.then(|| Self::lock(&self.reader));
+        let mut reader = None;
+        // Per file: its outline and, once a chunk's text is cut from it, its stored text.
+        let mut files: HashMap<i64, (Option<Outline>, Option<Vec<u8>>)> = HashMap::new();
+        let mut term_weights: Option<Vec<f32>> = None;
         let mut hits = Vec::with_capacity(ranked.len());
         for (score, (key, channels)) in ranked {
             let (Some(doc), Some(path)) = (lx.docs.get(&key), lx.paths.get(&path_id_of(key)))
             else {
                 continue;
             };
-            let unit = query.and_then(|q| crate::rank::merged_unit(q, &doc.candidate(0.0, path)));
-            let (content, named) = match (unit, &reader) {
-                // The symbols come from the outline that holds the content: one read.
-                (Some(unit), _) => {
-                    let (content, symbols) = reader
-                        .get_or_insert_with(|| Self::lock(&self.reader))
-                        .chunk_and_symbols(path.file_hash, ordinal_of(key), with_content)?
-                        .unwrap_or_default();
-                    // A kind filter admitted the chunk: its name stays unless the unit's
-                    // kind is one asked for too.
-                    let named = symbols.into_iter().find(|s| {
-                        crate::rank::is_unit(unit, &s.name, &s.local_path)
-                            && (doc.start_line..=doc.end_line).contains(&s.start_line)
-                            && (req.kinds.is_empty() || req.kinds.contains(&s.kind))
-                    });
-                    (content, named)
+            let candidate = doc.candidate(0.0, path);
+            let unit = query.and_then(|q| crate::rank::merged_unit(q, &candidate));
+            // A sentence whose words name none of a merged chunk's units: their lines tell.
+            let by_text = query.filter(|q| {
+                unit.is_none()
+                    && q.class == QueryClass::NaturalLanguage
+                    && other_names(&doc.names, &doc.symbol).next().is_some()
+                    && q.named.is_empty()
+                    && !crate::rank::covers_a_name(q, &candidate)
+            });
+            // A kind filter admitted the chunk: its name stays unless the unit's kind is one
+            // asked for too.
+            let listed = |s: &Symbol, unit: &str| {
+                crate::rank::is_unit(unit, &s.name, &s.local_path)
+                    && (doc.start_line..=doc.end_line).contains(&s.start_line)
+                    && (req.kinds.is_empty() || req.kinds.contains(&s.kind))
+            };
+            let (content, named) = if unit.is_some() || by_text.is_some() || with_content {
+                let r = reader.get_or_insert_with(|| Self::lock(&self.reader));
+                // One read per file: the hits are often several chunks of one file.
+                let (outline, blob) = match files.entry(path.file_hash) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => e.insert((r.outline_of(path.file_hash)?, None)),
+                };
+                match outline {
+                    Some(outline) => {
+                        let text = if with_content || by_text.is_some() {
+                            r.chunk_text(path.file_hash, outline, ordinal_of(key), blob)?
+                        } else {
+                            None
+                        };
+                        let named = match (unit, by_text) {
+                            (Some(unit), _) => {
+                                outline.symbols.iter().find(|s| listed(s, unit)).cloned()
+                            }
+                            (None, Some(q)) => {
+                                let weights = term_weights.get_or_insert_with(|| {
+                                    q.terms.iter().map(|t| lx.bm25.idf(t)).collect()
+                                });
+                                text.as_deref().and_then(|text| {
+                                    unit_of_text(q, weights, text, doc, &outline.symbols, |s| {
+                                        doc.names.split(' ').any(|unit| listed(s, unit))
+                                    })
+                                })
+                            }
+                            (None, None) => None,
+                        };
+                        (text.filter(|_| with_content), named)
+                    }
+                    None => (None, None),
                 }
-                // The reader may be open for a merged unit's symbols alone.
-                (None, Some(r)) if with_content => {
-                    (r.chunk_content(path.file_hash, ordinal_of(key))?, None)
-                }
-                (None, _) => (None, None),
+            } else {
+                (None, None)
             };
             let (kind, symbol, local_path) = match &named {
                 Some(s) => (s.kind, s.name.as_str(), s.local_path.as_str()),
@@ -2860,8 +2916,8 @@ def slugify(text):
 
     /// Small methods merge into one chunk named by the first; a hit for another of them
     /// names that one, with its own kind and path, spelled as typed and on the owner the
-    /// qualifier names, and so does a sentence that names it as a compound identifier.
-    /// Other sentences keep the chunk's name.
+    /// qualifier names, and so does a sentence that names it as a compound identifier, or
+    /// covers its name, or else holds words of its own lines.
     #[test]
     fn a_hit_names_the_merged_unit_the_identifier_asks_for() {
         let watcher = "\
@@ -2923,12 +2979,13 @@ class Other:
             named("what does polling_mode return")[0].0,
             "watch.Watcher.polling_mode"
         );
-        let sentence = named("the watcher repr");
-        assert!(
-            sentence
-                .iter()
-                .all(|(path, ..)| path == "watch.Watcher" || path == "watch.Other"),
-            "{sentence:?}"
+        // A sentence's words cover the names: the chunk's own wins ties (`watcher`).
+        let sentence: Vec<String> = named("the watcher repr").into_iter().map(|h| h.0).collect();
+        assert_eq!(sentence, ["watch.Watcher", "watch.Other.__repr__"]);
+        // Words that cover no name: the unit whose own lines hold them.
+        assert_eq!(
+            named("what returns notify")[0].0,
+            "watch.Watcher.polling_mode"
         );
     }
 

@@ -941,6 +941,92 @@ fn named_unit<'a>(
         .max_by_key(|&(i, n, path)| (path, base_name(n) == query.name, std::cmp::Reverse(i)))
 }
 
+/// Which of a chunk's units (`units`: first and last line of each) a sentence is about by
+/// their own lines, for a chunk whose units' names it does not tell apart: the one whose
+/// lines hold the most weight of the query's terms (`weights`, one per term of
+/// `query.terms`: their idf), each term counted once per unit. A line belongs to the
+/// innermost unit that holds it; a run of comment or attribute lines right above a unit
+/// (its doc comment, decorators) to that unit. `None` unless the best beats `own`, the unit
+/// the chunk is named by (ties keep it), or any unit at all when it has none. `text` is the
+/// chunk's, from line `first_line`.
+#[must_use]
+pub fn unit_by_text(
+    query: &Query,
+    weights: &[f32],
+    text: &str,
+    first_line: u32,
+    units: &[(u32, u32)],
+    own: Option<usize>,
+) -> Option<usize> {
+    let innermost = |row: u32| {
+        (0..units.len())
+            .filter(|&i| units[i].0 <= row && row <= units[i].1)
+            .min_by_key(|&i| units[i].1 - units[i].0)
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut owner: Vec<Option<usize>> = (0u32..)
+        .zip(&lines)
+        .map(|(k, _)| innermost(first_line + k))
+        .collect();
+    for (i, &(start, _)) in units.iter().enumerate() {
+        // Up from the unit's first line, over what its container (or nothing) holds.
+        let holds = |o: usize| o != i && units[o].0 <= start && start <= units[o].1;
+        let mut row = start;
+        while row > first_line {
+            row -= 1;
+            let k = (row - first_line) as usize;
+            let Some(line) = lines.get(k) else { break };
+            if !is_comment_like(line) || owner[k].is_some_and(|o| !holds(o)) {
+                break;
+            }
+            owner[k] = Some(i);
+        }
+    }
+    let mut found = vec![0u64; units.len()];
+    for (line, unit) in lines.iter().zip(&owner) {
+        let Some(unit) = *unit else { continue };
+        for_each_token(line, |token| {
+            let print = fingerprint(token);
+            if let Some(t) = query.prints.iter().position(|&p| p == print)
+                && t < 64
+            {
+                found[unit] |= 1 << t;
+            }
+        });
+    }
+    let score = |i: usize| -> f32 {
+        (0..64usize)
+            .filter(|&t| found[i] & (1 << t) != 0)
+            .map(|t| weights.get(t).copied().unwrap_or(0.0))
+            .sum()
+    };
+    let floor = own.map_or(0.0, score);
+    (0..units.len())
+        .map(|i| (i, score(i)))
+        .filter(|&(_, s)| s > floor)
+        .fold(None, |best: Option<(usize, f32)>, next| match best {
+            Some(b) if b.1 >= next.1 => Some(b),
+            _ => Some(next),
+        })
+        .map(|(i, _)| i)
+}
+
+/// A line of a comment or an attribute (`///`, `#`, `/**`, ` * `, `@decorator`, `#[attr]`):
+/// what sits right above a definition and belongs to it.
+fn is_comment_like(line: &str) -> bool {
+    let line = line.trim_start();
+    ["//", "/*", "*", "#", "@", "--", ";"]
+        .iter()
+        .any(|mark| line.starts_with(mark))
+}
+
+/// Whether the query's terms cover any of the names of a chunk's units (its symbol's
+/// included): when one does, the names choose the unit a hit is named by, not the text.
+#[must_use]
+pub fn covers_a_name(query: &Query, c: &Candidate<'_>) -> bool {
+    best_covered(query, c).1 > 0.0
+}
+
 /// The unit of a chunk whose name the query's terms cover best ([`coverage`]): `None` for
 /// the chunk's own symbol, which wins ties, `Some(i)` for the `i`-th of its other names;
 /// with that coverage. A sentence's words are not asking for the values named like them
@@ -1657,6 +1743,37 @@ mod tests {
             merged_unit(&Query::parse("the defined output"), &valued),
             Some("output")
         );
+    }
+
+    #[test]
+    fn a_sentence_names_the_merged_unit_its_lines_are_about() {
+        // A class (lines 1-11) with two small methods, each with a comment above it.
+        let text = "\
+class Db:
+    pool = None
+
+    # Open a connection to the configured database.
+    def get(self):
+        return connect(self.url)
+
+    # Close the connection when the request ends.
+    @hook
+    def close(self):
+        self.conn.close()
+";
+        let units = [(1, 11), (5, 6), (10, 11)];
+        let unit = |q: &str, own| {
+            let query = Query::parse(q);
+            let weights = vec![1.0; query.terms.len()];
+            unit_by_text(&query, &weights, text, 1, &units, own)
+        };
+        assert_eq!(unit("open a database connection", Some(0)), Some(1));
+        assert_eq!(unit("what ends the request", Some(0)), Some(2));
+        // The class's own lines hold `pool`: it stays; a tie keeps the unit named already.
+        assert_eq!(unit("the pool", Some(0)), None);
+        assert_eq!(unit("the connection", Some(1)), None);
+        assert_eq!(unit("no such words", None), None);
+        assert_eq!(unit("the connection", None), Some(1));
     }
 
     #[test]

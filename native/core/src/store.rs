@@ -994,19 +994,48 @@ impl Store {
         ordinal: u32,
         with_content: bool,
     ) -> Result<Option<(Option<String>, Vec<Symbol>)>> {
-        let Some(mut outline) = self.outline(file_hash)? else {
+        let Some(outline) = self.outline(file_hash)? else {
             return Ok(None);
         };
-        let i = ordinal as usize;
-        let content = match outline.chunks.get_mut(i) {
-            Some(c) if with_content && !outline.derived[i] => Some(std::mem::take(&mut c.content)),
-            Some(c) if with_content => Some(
-                crate::textblob::lines(&self.file_blob(file_hash)?, c.start_line, c.end_line)
-                    .map_err(|reason| self.corrupt(file_hash, &reason))?,
-            ),
-            _ => None,
+        let content = if with_content {
+            self.chunk_text(file_hash, &outline, ordinal, &mut None)?
+        } else {
+            None
         };
         Ok(Some((content, outline.symbols)))
+    }
+
+    /// The outline (chunks and symbols) of a file version, for a caller that reads several
+    /// of its chunks; `None` when no such version is stored.
+    pub fn outline_of(&self, file_hash: i64) -> Result<Option<crate::outline::Outline>> {
+        self.outline(file_hash)
+    }
+
+    /// The content of chunk `ordinal` of `outline`, the outline of version `file_hash`: kept
+    /// in it, or cut from the version's stored text (`blob`, read into it on first need, so
+    /// a caller reading several chunks of one file reads it once).
+    pub fn chunk_text(
+        &self,
+        file_hash: i64,
+        outline: &crate::outline::Outline,
+        ordinal: u32,
+        blob: &mut Option<Vec<u8>>,
+    ) -> Result<Option<String>> {
+        let i = ordinal as usize;
+        Ok(match outline.chunks.get(i) {
+            Some(c) if !outline.derived[i] => Some(c.content.clone()),
+            Some(c) => {
+                let blob = match blob {
+                    Some(blob) => blob,
+                    None => blob.insert(self.file_blob(file_hash)?),
+                };
+                Some(
+                    crate::textblob::lines(blob, c.start_line, c.end_line)
+                        .map_err(|reason| self.corrupt(file_hash, &reason))?,
+                )
+            }
+            None => None,
+        })
     }
 
     /// Lines `start..=end` of `path` as the view has it, `None` when the path is not in

@@ -1045,6 +1045,23 @@ impl Bm25Index {
         self.search_ids_including(ids, k, filter, include, Strategy::Auto)
     }
 
+    /// The inverse document frequency of `term` as the scores weigh it; 0 for a term no
+    /// live document holds.
+    #[must_use]
+    pub fn idf(&self, term: &str) -> f32 {
+        self.terms
+            .get(term)
+            .filter(|&t| self.df[t as usize] > 0)
+            .map_or(0.0, |t| self.idf_of(t))
+    }
+
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+    fn idf_of(&self, term: u32) -> f32 {
+        let n = self.live_docs as f64;
+        let df = f64::from(self.df[term as usize]);
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln() as f32
+    }
+
     /// Per-field constants of the length normalisation for the current state of the index.
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
     fn field_norms(&self) -> FieldNorms {
@@ -1095,15 +1112,7 @@ impl Bm25Index {
         }
         let field_norms = self.field_norms();
         let k1 = self.params.k1;
-        #[allow(clippy::cast_precision_loss)]
-        let n = self.live_docs as f64;
-        let idfs: Vec<f32> = ids
-            .iter()
-            .map(|&t| {
-                let df = f64::from(self.df[t as usize]);
-                (1.0 + (n - df + 0.5) / (df + 0.5)).ln() as f32
-            })
-            .collect();
+        let idfs: Vec<f32> = ids.iter().map(|&t| self.idf_of(t)).collect();
         let all_live = self.live_docs == self.keys.len();
         // Internal ids of the live `include` documents, ascending.
         let mut included: Vec<u32> = include
