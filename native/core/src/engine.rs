@@ -1609,7 +1609,7 @@ impl Engine {
                 // One read per file: the hits are often several chunks of one file.
                 let (outline, blob) = match files.entry(path.file_hash) {
                     Entry::Occupied(e) => e.into_mut(),
-                    Entry::Vacant(e) => e.insert((r.outline_of(path.file_hash)?, None)),
+                    Entry::Vacant(e) => e.insert((r.outline(path.file_hash)?, None)),
                 };
                 match outline {
                     Some(outline) => {

@@ -934,8 +934,9 @@ impl Store {
         Ok(known)
     }
 
-    /// The outline of a file version; `None` when no such version is stored.
-    fn outline(&self, file_hash: i64) -> Result<Option<crate::outline::Outline>> {
+    /// The outline (chunks and symbols) of a file version; `None` when no such version is
+    /// stored. A caller reading several chunks of one file reads it once.
+    pub fn outline(&self, file_hash: i64) -> Result<Option<crate::outline::Outline>> {
         self.outline_read(file_hash, crate::outline::decode)
     }
 
@@ -1003,12 +1004,6 @@ impl Store {
             None
         };
         Ok(Some((content, outline.symbols)))
-    }
-
-    /// The outline (chunks and symbols) of a file version, for a caller that reads several
-    /// of its chunks; `None` when no such version is stored.
-    pub fn outline_of(&self, file_hash: i64) -> Result<Option<crate::outline::Outline>> {
-        self.outline(file_hash)
     }
 
     /// The content of chunk `ordinal` of `outline`, the outline of version `file_hash`: kept

@@ -2934,6 +2934,15 @@ mod tests {
     }
 
     #[test]
+    fn idf_weighs_rarer_terms_more_and_unknown_ones_not_at_all() {
+        let (index, _) = small_index();
+        // `run` is in three documents, `readme` in two.
+        assert!(index.idf("readme") > index.idf("run"));
+        assert!(index.idf("run") > 0.0);
+        assert_eq!(index.idf("no-such-term"), 0.0);
+    }
+
+    #[test]
     fn filters_k_and_empty_cases() {
         let (mut index, docs) = small_index();
         // k larger than N, and k = 0.
