@@ -418,14 +418,15 @@ def test_an_enum_member_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
         }
     )
     with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
-        for query, path, line in (
-            ("ArgAction::SetTrue", "action.rs", 6),
-            ("SetTrue", "action.rs", 6),
-            ("Mood.HAPPY", "Mood.java", 1),
-            ("COLOR_GREEN", "color.h", 3),
-        ):
-            top = index.search(query)[0]
-            assert (top.path, top.start_line <= line <= top.end_line) == (path, True), query
+        _assert_first_hit_holds(
+            index,
+            (
+                ("ArgAction::SetTrue", "action.rs", 6),
+                ("SetTrue", "action.rs", 6),
+                ("Mood.HAPPY", "Mood.java", 1),
+                ("COLOR_GREEN", "color.h", 3),
+            ),
+        )
         [found] = index.implementation_lookup("ArgAction::SetTrue")
         assert (found.path, found.kind) == ("action.rs", "variant")
         # The one-line enum stays one chunk: the enum's name finds the enum, a member's name
@@ -452,13 +453,14 @@ def test_config_tables_and_keys_are_sections_found_by_their_path(make_repo: Make
         }
     )
     with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
-        for query, path, line in (
-            ("tool.pytest.ini_options", "pyproject.toml", 4),
-            ("jobs.build", "ci.yml", 4),
-            ("jobs.lint", "ci.yml", 8),
-        ):
-            top = index.search(query)[0]
-            assert (top.path, top.start_line <= line <= top.end_line) == (path, True), query
+        _assert_first_hit_holds(
+            index,
+            (
+                ("tool.pytest.ini_options", "pyproject.toml", 4),
+                ("jobs.build", "ci.yml", 4),
+                ("jobs.lint", "ci.yml", 8),
+            ),
+        )
         [table] = index.implementation_lookup("tool.pytest.ini_options")
         assert (table.path, table.kind, table.start_line) == ("pyproject.toml", "section", 4)
 
@@ -500,14 +502,15 @@ def test_a_struct_field_is_found_where_it_is_declared(make_repo: MakeRepo) -> No
         }
     )
     with CodeIndex(root, {"embedding": {"provider": "none"}}) as index:
-        for query, path, line in (
-            ("Config.retry_limit", "config.rs", 4),
-            ("retry_limit", "config.rs", 4),
-            ("Router.NotFoundHandler", "mux.go", 4),
-            ("client.flags", "client.h", 2),
-        ):
-            top = index.search(query)[0]
-            assert (top.path, top.start_line <= line <= top.end_line) == (path, True), query
+        _assert_first_hit_holds(
+            index,
+            (
+                ("Config.retry_limit", "config.rs", 4),
+                ("retry_limit", "config.rs", 4),
+                ("Router.NotFoundHandler", "mux.go", 4),
+                ("client.flags", "client.h", 2),
+            ),
+        )
         [found] = index.implementation_lookup("Config.retry_limit")
         # Its doc comment comes with it.
         assert (found.path, found.kind, found.start_line) == ("config.rs", "field", 3)
@@ -561,6 +564,13 @@ def test_a_name_finds_a_long_function_once(make_repo: MakeRepo) -> None:
     assert hits[0].start_line == 1, "the window that opens the function"
     assert len(hits) > 3
     assert all(hit.path == "dump.py" for hit in hits[2:])
+
+
+def _assert_first_hit_holds(index: CodeIndex, cases: tuple[tuple[str, str, int], ...]) -> None:
+    """For each `(query, path, line)`, the first hit is in `path` and spans `line`."""
+    for query, path, line in cases:
+        top = index.search(query)[0]
+        assert (top.path, top.start_line <= line <= top.end_line) == (path, True), query
 
 
 def _function(name: str, mentions: int, filler: int = 14) -> str:

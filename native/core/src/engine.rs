@@ -28,9 +28,10 @@ use crate::hash::{IntMap, file_hash};
 use crate::lang::{Language, module_path};
 use crate::outline::Outline;
 use crate::rank::{
-    Candidate, PHRASE_RUN, PathClass, Query, QueryClass, Weights, base_name, classify_path,
-    diversify, fingerprints, inherit_from_neighbours, is_generated_head, is_test_scope,
-    other_names, phrase_factor, quoted_sketch, score, sketch_admits, unit_names, unit_names_joined,
+    Candidate, HitUnit, PHRASE_RUN, PathClass, Query, QueryClass, Weights, base_name,
+    classify_path, diversify, fingerprints, inherit_from_neighbours, is_generated_head,
+    is_test_scope, merged_unit, other_names, phrase_factor, quoted_sketch, score, sketch_admits,
+    unit_names, unit_names_joined,
 };
 use crate::store::{
     Changes, ChunksAndSymbols, FileVersion, GcStats, SkippedFile, Store, ViewCounts, ViewEntry,
@@ -1587,16 +1588,13 @@ impl Engine {
             else {
                 continue;
             };
-            let candidate = doc.candidate(0.0, path);
-            let unit = query.and_then(|q| crate::rank::merged_unit(q, &candidate));
+            let choice = query.map_or(HitUnit::Own, |q| merged_unit(q, &doc.candidate(0.0, path)));
+            let unit = match choice {
+                HitUnit::Unit(unit) => Some(unit),
+                _ => None,
+            };
             // A sentence whose words name none of a merged chunk's units: their lines tell.
-            let by_text = query.filter(|q| {
-                unit.is_none()
-                    && q.class == QueryClass::NaturalLanguage
-                    && other_names(&doc.names, &doc.symbol).next().is_some()
-                    && q.named.is_empty()
-                    && !crate::rank::covers_a_name(q, &candidate)
-            });
+            let by_text = query.filter(|_| choice == HitUnit::ByText);
             // A kind filter admitted the chunk: its name stays unless the unit's kind is one
             // asked for too.
             let listed = |s: &Symbol, unit: &str| {

@@ -881,41 +881,58 @@ fn merged_path_matches(segments: &[String], local_path: &str, symbol: &str, name
         .any(|scope| [scope, &name].concat().ends_with(segments))
 }
 
+/// What a hit is named by: the chunk's own symbol, another of the units merged into it, or,
+/// for a sentence that no unit's name answers, the unit its lines are about
+/// ([`unit_by_text`], which needs the chunk's text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HitUnit<'a> {
+    Own,
+    Unit(&'a str),
+    ByText,
+}
+
 /// The unit merged into a chunk (`names`) that an identifier query names when the chunk's
 /// own `symbol` does not: a hit for `Watcher.polling` in the chunk that opens with
 /// `Watcher.__repr__` is about `polling`, and says so. Among several, the one whose path a
 /// qualifier ends, then the one spelled as typed, then the first. A sentence that names a
 /// compound identifier (`where is last_flush_started set`) names its unit the same way;
 /// else the unit whose name its words cover best, if that is not the chunk's own
-/// (`Println is a convenience method...` is about `Println`, merged after `Printf`).
+/// (`Println is a convenience method...` is about `Println`, merged after `Printf`); a
+/// sentence that covers no unit's name at all leaves it to the units' text.
 #[must_use]
-pub fn merged_unit<'a>(query: &Query, c: &Candidate<'a>) -> Option<&'a str> {
+pub fn merged_unit<'a>(query: &Query, c: &Candidate<'a>) -> HitUnit<'a> {
     let (symbol, local_path, names) = (c.symbol, c.local_path, c.names);
+    let found = |unit: Option<&'a str>| unit.map_or(HitUnit::Own, HitUnit::Unit);
     if query.class == QueryClass::NaturalLanguage {
         let names_it = |name: &str| query.named.iter().any(|n| eq_lowercase(name, n));
         if !query.named.is_empty() {
             if !symbol.is_empty() && names_it(base_name(symbol)) {
-                return None;
+                return HitUnit::Own;
             }
             if let Some(unit) = names.split(' ').find(|n| names_it(base_name(n))) {
-                return Some(unit);
+                return HitUnit::Unit(unit);
             }
         }
-        let (Some(i), share) = best_covered(query, c) else {
-            return None;
+        return match best_covered(query, c) {
+            (best, share) if share > 0.0 => {
+                found(best.and_then(|i| other_names(names, symbol).nth(i as usize)))
+            }
+            _ if query.named.is_empty() && other_names(names, symbol).next().is_some() => {
+                HitUnit::ByText
+            }
+            _ => HitUnit::Own,
         };
-        return (share > 0.0)
-            .then(|| other_names(names, symbol).nth(i as usize))
-            .flatten();
     }
     if query.class != QueryClass::Identifier {
-        return None;
+        return HitUnit::Own;
     }
-    let last = query.segments.last()?;
+    let Some(last) = query.segments.last() else {
+        return HitUnit::Own;
+    };
     if !symbol.is_empty() && eq_lowercase(base_name(symbol), last) {
-        return None;
+        return HitUnit::Own;
     }
-    named_unit(query, symbol, local_path, names).map(|(_, unit, _)| unit)
+    found(named_unit(query, symbol, local_path, names).map(|(_, unit, _)| unit))
 }
 
 /// Among a chunk's other units (`other_names`), the one an identifier query names by its
@@ -1018,13 +1035,6 @@ fn is_comment_like(line: &str) -> bool {
     ["//", "/*", "*", "#", "@", "--", ";"]
         .iter()
         .any(|mark| line.starts_with(mark))
-}
-
-/// Whether the query's terms cover any of the names of a chunk's units (its symbol's
-/// included): when one does, the names choose the unit a hit is named by, not the text.
-#[must_use]
-pub fn covers_a_name(query: &Query, c: &Candidate<'_>) -> bool {
-    best_covered(query, c).1 > 0.0
 }
 
 /// The unit of a chunk whose name the query's terms cover best ([`coverage`]): `None` for
@@ -1696,7 +1706,7 @@ mod tests {
         lone.names = "Block Block.stats Block.expr";
         assert!(by("Return.expr", &trees) > 2.0 * by("Return.expr", &lone));
         let q = Query::parse("Return.expr");
-        assert_eq!(merged_unit(&q, &trees), Some("Return.expr"));
+        assert_eq!(merged_unit(&q, &trees), HitUnit::Unit("Return.expr"));
         assert!(is_unit("Return.expr", "expr", "Trees.Return.expr"));
         assert!(!is_unit("Return.expr", "expr", "Trees.Block.expr"));
         assert!(is_unit(
@@ -1726,22 +1736,24 @@ mod tests {
         let unit = |q: &str| merged_unit(&Query::parse(q), &c);
         assert_eq!(
             unit("Println is a convenience method to Println to the defined output"),
-            Some("Println")
+            HitUnit::Unit("Println")
         );
-        // The chunk's own unit wins ties, and a sentence that covers no name keeps it.
-        assert_eq!(unit("Printf formats to the defined output"), None);
-        assert_eq!(unit("write to the defined output"), None);
+        // The chunk's own unit wins ties; a sentence that covers no name leaves it to the
+        // units' text.
+        assert_eq!(unit("Printf formats to the defined output"), HitUnit::Own);
+        assert_eq!(unit("write to the defined output"), HitUnit::ByText);
         // A value is not what a sentence's word asks for.
         let mut valued = with_units(command(), "Printf output");
         valued.value_names = 1;
-        assert_eq!(
-            merged_unit(&Query::parse("the defined output"), &valued),
-            None
-        );
+        let query = Query::parse("the defined output");
+        assert_eq!(merged_unit(&query, &valued), HitUnit::ByText);
         valued.value_names = 0;
+        assert_eq!(merged_unit(&query, &valued), HitUnit::Unit("output"));
+        // A lone unit has nothing to choose from.
+        let lone = with_units(command(), "Printf");
         assert_eq!(
-            merged_unit(&Query::parse("the defined output"), &valued),
-            Some("output")
+            merged_unit(&Query::parse("write the output"), &lone),
+            HitUnit::Own
         );
     }
 

@@ -980,7 +980,8 @@ impl Store {
         Ok((chunks, outline.symbols))
     }
 
-    /// The content of one chunk.
+    /// The content of one chunk (the search reads chunks through [`Self::chunk_text`]).
+    #[cfg(test)]
     pub fn chunk_content(&self, file_hash: i64, ordinal: u32) -> Result<Option<String>> {
         Ok(self
             .chunk_and_symbols(file_hash, ordinal, true)?
