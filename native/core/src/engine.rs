@@ -1507,25 +1507,29 @@ impl Engine {
                 weights.neighbours,
             );
         }
+        // Chunk texts the phrase rule read, for the hits that need them again.
+        let mut read = HashMap::new();
         if query.class == QueryClass::NaturalLanguage {
-            self.raise_phrases(&mut scored, lx, &query, &weights)?;
+            self.raise_phrases(&mut scored, lx, &query, &weights, &mut read)?;
         }
         if query.class == QueryClass::Path {
             in_file_order(&mut scored, lx, &query);
         }
         let units = query.class == QueryClass::Identifier;
         let ranked = per_file_cap(scored, req, &weights, lx, units);
-        self.hits(lx, ranked, req, Some(&query))
+        self.hits(lx, ranked, req, Some(&query), read)
     }
 
     /// The phrase rule ([`phrase_factor`]) for the best [`PHRASE_CANDIDATES`] of `scored`:
-    /// only a chunk's text shows its word order, and reading it costs a decompression.
+    /// only a chunk's text shows its word order, and reading it costs a decompression. The
+    /// texts read are left in `read` by document key (the lines of the chunk's range).
     fn raise_phrases(
         &self,
         scored: &mut [(f32, (u64, Channels))],
         lx: &Lexical,
         query: &Query,
         weights: &Weights,
+        read: &mut HashMap<u64, String>,
     ) -> Result<()> {
         let weight = weights.phrase;
         if query.phrase.len() < PHRASE_RUN || weight <= 0.0 {
@@ -1560,8 +1564,9 @@ impl Engine {
         for file in wanted.chunk_by(|a, b| a.0 == b.0) {
             let ranges: Vec<(u32, u32)> = file.iter().map(|w| w.1).collect();
             let texts = reader.version_lines(file[0].0, &ranges)?;
-            for (&(_, _, i), text) in file.iter().zip(&texts) {
-                scored[i].0 *= phrase_factor(&query.phrase, text, weight, weights.phrase_share);
+            for (&(_, _, i), text) in file.iter().zip(texts) {
+                scored[i].0 *= phrase_factor(&query.phrase, &text, weight, weights.phrase_share);
+                read.insert(scored[i].1.0, text);
             }
         }
         Ok(())
@@ -1576,6 +1581,7 @@ impl Engine {
         ranked: Vec<(f32, (u64, Channels))>,
         req: &SearchRequest,
         query: Option<&Query>,
+        mut read: HashMap<u64, String>,
     ) -> Result<Vec<Hit>> {
         let with_content = req.with_content;
         let mut reader = None;
@@ -1596,11 +1602,13 @@ impl Engine {
             // A sentence whose words name none of a merged chunk's units: their lines tell.
             let by_text = query.filter(|_| choice == HitUnit::ByText);
             // A kind filter admitted the chunk: its name stays unless the unit's kind is one
-            // asked for too.
-            let listed = |s: &Symbol, unit: &str| {
-                crate::rank::is_unit(unit, &s.name, &s.local_path)
-                    && (doc.start_line..=doc.end_line).contains(&s.start_line)
+            // asked for too. Lines first: a file's outline lists every symbol of the file.
+            let within = |s: &Symbol| {
+                (doc.start_line..=doc.end_line).contains(&s.start_line)
                     && (req.kinds.is_empty() || req.kinds.contains(&s.kind))
+            };
+            let listed = |s: &Symbol, unit: &str| {
+                within(s) && crate::rank::is_unit(unit, &s.name, &s.local_path)
             };
             let (content, named) = if unit.is_some() || by_text.is_some() || with_content {
                 let r = reader.get_or_insert_with(|| Self::lock(&self.reader));
@@ -1611,10 +1619,16 @@ impl Engine {
                 };
                 match outline {
                     Some(outline) => {
-                        let text = if with_content || by_text.is_some() {
-                            r.chunk_text(path.file_hash, outline, ordinal_of(key), blob)?
-                        } else {
-                            None
+                        let ordinal = ordinal_of(key);
+                        // A derived chunk's text is the lines of its range, as the phrase
+                        // rule read them.
+                        let derived = outline.derived.get(ordinal as usize) == Some(&true);
+                        let text = match read.remove(&key).filter(|_| derived) {
+                            Some(text) => Some(text),
+                            None if with_content || by_text.is_some() => {
+                                r.chunk_text(path.file_hash, outline, ordinal, blob)?
+                            }
+                            None => None,
                         };
                         let named = match (unit, by_text) {
                             (Some(unit), _) => {
@@ -1626,7 +1640,7 @@ impl Engine {
                                 });
                                 text.as_deref().and_then(|text| {
                                     unit_of_text(q, weights, text, doc, &outline.symbols, |s| {
-                                        doc.names.split(' ').any(|unit| listed(s, unit))
+                                        within(s) && doc.names.split(' ').any(|u| listed(s, u))
                                     })
                                 })
                             }
@@ -1961,7 +1975,7 @@ impl Engine {
                     .map(|(key, similarity)| (similarity, (key, semantic_only)))
                     .collect();
                 let ranked = per_file_cap(scored, req, &weights, lx, false);
-                return self.hits(lx, ranked, req, None);
+                return self.hits(lx, ranked, req, None, HashMap::new());
             }
         }
         // The code's own terms, whatever a query parser would make of its first words.
@@ -1974,7 +1988,7 @@ impl Engine {
             .map(|(key, score)| (score, (key, Channels::LEXICAL)))
             .collect();
         let ranked = per_file_cap(scored, req, &weights, lx, false);
-        self.hits(lx, ranked, req, None)
+        self.hits(lx, ranked, req, None, HashMap::new())
     }
 
     /// The document key and chunk of the innermost chunk of `path` that holds `line`, or
@@ -2696,6 +2710,39 @@ def slugify(text):
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap()
+    }
+
+    #[test]
+    fn a_hit_s_text_is_its_lines_also_when_the_phrase_rule_read_them() {
+        const NET: &str = "\
+def connect(host):
+    \"\"\"Opens a connection to the host.\"\"\"
+    raise ConnectionError('could not reach the server at the host')
+
+
+def close(conn):
+    conn.close()
+";
+        let files = [
+            ("app/auth.py", AUTH),
+            ("app/util.py", UTIL),
+            ("app/net.py", NET),
+        ];
+        let repo = Repo::new(&files);
+        let engine = repo.open();
+        repo.index(&engine, &files.map(|(path, _)| path));
+        // A run of a message's words: the phrase rule reads the candidates' texts, which the
+        // hits then reuse.
+        for query in ["could not reach the server", "connection to the host"] {
+            let hits = search(&engine, query);
+            assert!(!hits.is_empty(), "{query}");
+            for hit in hits {
+                let file = files.iter().find(|(path, _)| *path == hit.path).unwrap().1;
+                let lines: Vec<&str> = file.lines().collect();
+                let want = lines[hit.start_line as usize - 1..hit.end_line as usize].join("\n");
+                assert_eq!(hit.content.as_deref(), Some(want.as_str()), "{query}");
+            }
+        }
     }
 
     #[test]
