@@ -10,7 +10,11 @@ fn main() {
             println!("{path}: unreadable");
             continue;
         };
-        let text = String::from_utf8_lossy(&bytes);
+        // As the indexer reads it: a byte-order mark dropped, UTF-16 and Latin-1 decoded.
+        let Some((text, _)) = coderecall_core::decode::decode(&bytes) else {
+            println!("{path}: not text");
+            continue;
+        };
         let Some(lang) = Language::detect(&path, &bytes) else {
             println!("{path}: no parser");
             continue;
