@@ -985,6 +985,17 @@ impl<'g> Lookup<'g> {
                 !is_method || implicit_self(lang)
             }
         });
+        // `headers.get()` is a dictionary's `get` far more often than the repository's one
+        // `get`: a name the standard types answer is inferred only on a receiver named
+        // after the method's type (`store.get()` for `MemoryStore.get`).
+        if let [one] = candidates.as_slice()
+            && method_call
+            && !is_super
+            && crate::common_methods::is_common_method(lang, name)
+            && !receiver_names(q, &self.node(*one).owner)
+        {
+            return (Target::Unknown, Confidence::Unresolved);
+        }
         global_answer(candidates)
     }
 
@@ -1823,6 +1834,22 @@ fn external(import: &Import) -> Target {
     } else {
         format!("{}.{}", import.module, import.name)
     })
+}
+
+/// Whether the receiver `q` is named after the type `owner`: its last segment, letters and
+/// digits only and lowercased, ends the type's name (`store`, `self._store`, `memory_store`
+/// for `MemoryStore`; three letters at least) or abbreviates it (`s`, `ms`).
+fn receiver_names(q: &str, owner: &str) -> bool {
+    fn plain(s: &str) -> String {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    }
+    let last = q.rsplit(['.', ':', '>', '$', '@']).next().unwrap_or(q);
+    let owner = owner.rsplit(['.', ':']).next().unwrap_or(owner);
+    let (r, o) = (plain(last), plain(owner));
+    (r.len() >= 3 && o.ends_with(&r)) || (!r.is_empty() && abbreviates(&r, owner))
 }
 
 /// Whether `short` abbreviates `name` as Go receivers do: same first letter, the rest of

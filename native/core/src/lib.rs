@@ -15,6 +15,7 @@ pub mod analyzer;
 pub mod bm25;
 pub mod centred;
 pub mod chunk;
+pub mod common_methods;
 pub mod decode;
 pub mod dot;
 #[cfg(feature = "embed")]

@@ -187,6 +187,24 @@ languages!(
     scala, bash, lua, zig,
 );
 
+/// The calls made by the definition named `from`: (callee as written, target's path or
+/// `ambiguous N` or `unresolved`, confidence).
+fn callees(graph: &Graph, from: &str) -> Vec<(String, String, Confidence)> {
+    graph
+        .callees(graph.find(from)[0])
+        .into_iter()
+        .map(|e| &graph.edges[e as usize])
+        .map(|e| {
+            let to = match &e.target {
+                Target::Node(t) => graph.symbol_path(*t),
+                Target::Ambiguous(c) => format!("ambiguous {}", c.len()),
+                _ => "unresolved".to_owned(),
+            };
+            (e.callee.clone(), to, e.confidence)
+        })
+        .collect()
+}
+
 fn graph_of(files: &[(&str, &str)]) -> Graph {
     Graph::build(
         files
@@ -304,19 +322,9 @@ fn a_field_named_as_a_method_is_no_call_target() {
             "fn run(c: &mut Counter, v: Vec<u8>) -> usize {\n    c.count(3);\n    v.len()\n}\n",
         ),
     ]);
-    let run = graph.find("run")[0];
-    let targets: Vec<(String, String)> = graph
-        .callees(run)
+    let targets: Vec<(String, String)> = callees(&graph, "run")
         .into_iter()
-        .map(|e| &graph.edges[e as usize])
-        .map(|e| {
-            let to = match &e.target {
-                Target::Node(t) => graph.symbol_path(*t),
-                Target::Ambiguous(c) => format!("ambiguous {}", c.len()),
-                _ => "unresolved".to_owned(),
-            };
-            (e.callee.clone(), to)
-        })
+        .map(|(callee, to, _)| (callee, to))
         .collect();
     assert_eq!(
         targets,
@@ -331,5 +339,46 @@ fn a_field_named_as_a_method_is_no_call_target() {
             .find("Counter::len")
             .iter()
             .any(|&id| graph.symbol_path(id) == "counter::Counter::len")
+    );
+}
+
+#[test]
+fn a_standard_method_name_is_inferred_only_on_a_receiver_named_after_its_type() {
+    // The repository's one `get` is MemoryStore's; `headers.get()` is a dictionary's.
+    let graph = graph_of(&[
+        (
+            "app/memory.py",
+            "class MemoryStore:\n    def get(self, ids):\n        return ids\n\n    def readable(self, ids):\n        return ids\n",
+        ),
+        (
+            "app/http.py",
+            "def parse(headers):\n    return headers.get('retry-after')\n\n\ndef load(store, ms, data, holder):\n    store.get(1)\n    ms.get(2)\n    holder._memory_store.get(3)\n    data.readable(4)\n",
+        ),
+    ]);
+    assert_eq!(
+        callees(&graph, "parse"),
+        [(
+            "headers.get".to_owned(),
+            "unresolved".to_owned(),
+            Confidence::Unresolved
+        )]
+    );
+    let get = "app.memory.MemoryStore.get".to_owned();
+    assert_eq!(
+        callees(&graph, "load"),
+        [
+            ("store.get".to_owned(), get.clone(), Confidence::Inferred),
+            ("ms.get".to_owned(), get.clone(), Confidence::Inferred),
+            (
+                "holder._memory_store.get".to_owned(),
+                get,
+                Confidence::Inferred
+            ),
+            (
+                "data.readable".to_owned(),
+                "app.memory.MemoryStore.readable".to_owned(),
+                Confidence::Inferred
+            ),
+        ]
     );
 }
