@@ -820,11 +820,29 @@ impl<'g> Lookup<'g> {
         let sorted = defs
             .windows(2)
             .all(|w| self.node(w[0]).start_line <= self.node(w[1]).start_line);
-        let scope = Scope {
+        let unbound = Scope {
             file,
             imports: &imports,
             defs: &defs,
             sorted,
+            binds: &[],
+        };
+        let binds: Vec<Binding> = refs
+            .iter()
+            .filter(|r| r.kind == RefKind::Bind)
+            .map(|r| Binding {
+                def: self.enclosing(&unbound, r.line),
+                variable: r.alias.clone(),
+                ty: if r.qualifier.is_empty() {
+                    r.name.clone()
+                } else {
+                    format!("{}.{}", r.qualifier, r.name)
+                },
+            })
+            .collect();
+        let scope = Scope {
+            binds: &binds,
+            ..unbound
         };
         let mut edges = Vec::new();
         for r in refs {
@@ -871,7 +889,7 @@ impl<'g> Lookup<'g> {
                         confidence,
                     });
                 }
-                RefKind::Import => {}
+                RefKind::Import | RefKind::Bind => {}
             }
         }
         edges
@@ -958,6 +976,12 @@ impl<'g> Lookup<'g> {
             if let Some(found) = self.on_self(scope, from, name, is_super) {
                 return found;
             }
+        } else if let Some(ty) = self.declared_type(scope, from, q) {
+            // A parameter declared with a type: a call on that type. A type the graph
+            // cannot place (a builtin, a method of a base class) leaves the usual steps.
+            if let Some(found) = self.qualified(scope, ty, name) {
+                return found;
+            }
         } else if !q.contains('(') {
             // A receiver that is itself a call's result (`a.b().c()`) has an unknown type:
             // only the method name is left to go by.
@@ -997,6 +1021,22 @@ impl<'g> Lookup<'g> {
             return (Target::Unknown, Confidence::Unresolved);
         }
         global_answer(candidates)
+    }
+
+    /// The type `q` is declared with as a parameter of `from` or of a definition holding
+    /// it (`store` in `def f(store: Store)`), when `q` is a plain name.
+    fn declared_type<'s>(&self, scope: &Scope<'s>, from: u32, q: &str) -> Option<&'s str> {
+        if scope.binds.is_empty() || q.contains(['.', '(', ':', '>', '[']) {
+            return None;
+        }
+        let mut at = Some(from);
+        while let Some(d) = at {
+            if let Some(b) = scope.binds.iter().find(|b| b.def == d && b.variable == q) {
+                return Some(&b.ty);
+            }
+            at = self.node(d).parent;
+        }
+        None
     }
 
     /// Go names a method's receiver after its type (`func (s *Store) Put()`): `s.f()` in a
@@ -1810,6 +1850,15 @@ struct Scope<'a> {
     defs: &'a [u32],
     /// Whether `defs` are in source order (they are, from every chunker; checked anyway).
     sorted: bool,
+    /// Parameters declared with a type, in the file's definitions.
+    binds: &'a [Binding],
+}
+
+/// A parameter of definition `def` declared with type `ty` (as written: `httpx.Headers`).
+struct Binding {
+    def: u32,
+    variable: String,
+    ty: String,
 }
 
 fn global_answer(candidates: Vec<u32>) -> (Target, Confidence) {

@@ -9,6 +9,8 @@
 //!   (optional): the local name it is bound to.
 //! - `@inherit.class`: the class being defined; `@inherit.base`: one base class, trait or
 //!   interface it extends or implements.
+//! - `@bind.name`: a parameter; `@bind.type`: the type it is declared with (`store` and
+//!   `Store` in `def f(store: Store)`), so a call on it is a call on that type.
 //!
 //! A capture that holds a qualified name (`a.b.c`, `a::b::c`, `a\b\c`) is split: the last
 //! segment is the name, the rest the qualifier.
@@ -27,6 +29,7 @@ pub enum RefKind {
     Call,
     Import,
     Inherit,
+    Bind,
 }
 
 impl RefKind {
@@ -35,6 +38,7 @@ impl RefKind {
             RefKind::Call => 'c',
             RefKind::Import => 'i',
             RefKind::Inherit => 'h',
+            RefKind::Bind => 'b',
         }
     }
 
@@ -43,6 +47,7 @@ impl RefKind {
             "c" => Some(RefKind::Call),
             "i" => Some(RefKind::Import),
             "h" => Some(RefKind::Inherit),
+            "b" => Some(RefKind::Bind),
             _ => None,
         }
     }
@@ -53,6 +58,7 @@ impl RefKind {
             RefKind::Call => "call",
             RefKind::Import => "import",
             RefKind::Inherit => "inherit",
+            RefKind::Bind => "bind",
         }
     }
 }
@@ -65,6 +71,8 @@ impl RefKind {
 ///   as for C includes and wildcard imports).
 /// - `Inherit`: `alias` is the class defined, `name` the base's own name and `qualifier`
 ///   the base's qualifier ("" when unqualified).
+/// - `Bind`: `alias` is a parameter, `name` its declared type's own name and `qualifier` the
+///   type's qualifier (`httpx` for `headers: httpx.Headers`); `line` is the parameter's.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Ref {
     pub kind: RefKind,
@@ -107,6 +115,8 @@ pub(crate) fn from_match(
             "import.alias" => found.alias = Some(text),
             "inherit.class" => found.class = Some(text),
             "inherit.base" => found.base = Some((text, line)),
+            "bind.name" => found.bound = Some((text, line)),
+            "bind.type" => found.bound_type = Some(text),
             _ => {}
         }
     }
@@ -124,6 +134,8 @@ struct Captured<'a> {
     alias: Option<&'a str>,
     class: Option<&'a str>,
     base: Option<(&'a str, u32)>,
+    bound: Option<(&'a str, u32)>,
+    bound_type: Option<&'a str>,
 }
 
 impl Captured<'_> {
@@ -192,21 +204,35 @@ impl Captured<'_> {
             });
         }
         if let (Some(class), Some((base, line))) = (self.class, self.base) {
-            let (qualifier, name) = split_qualified(&strip_generics(&compact(base)));
-            let class = compact(class);
-            if name.is_empty() || class.is_empty() {
-                return None;
-            }
-            return Some(Ref {
-                kind: RefKind::Inherit,
+            return type_ref(
+                RefKind::Inherit,
                 line,
-                name,
-                qualifier: clip(qualifier),
-                alias: class,
-            });
+                &strip_generics(&compact(base)),
+                class,
+            );
+        }
+        if let (Some((variable, line)), Some(ty)) = (self.bound, self.bound_type) {
+            return type_ref(RefKind::Bind, line, &one_type(&compact(ty))?, variable);
         }
         None
     }
+}
+
+/// A reference naming a type (`ty`, qualified as written) for `alias` (a class, a
+/// parameter).
+fn type_ref(kind: RefKind, line: u32, ty: &str, alias: &str) -> Option<Ref> {
+    let (qualifier, name) = split_qualified(ty);
+    let alias = compact(alias);
+    if name.is_empty() || alias.is_empty() {
+        return None;
+    }
+    Some(Ref {
+        kind,
+        line,
+        name,
+        qualifier: clip(qualifier),
+        alias,
+    })
 }
 
 /// The name a whole-module import binds when it has no alias: the module's last segment
@@ -268,6 +294,31 @@ fn clip(mut text: String) -> String {
 
 fn unquote(text: &str) -> &str {
     text.trim_matches(|c| matches!(c, '"' | '\'' | '`' | '<' | '>'))
+}
+
+/// The one type a declared type names, as a dotted name: `Store`, `httpx.Headers`, a
+/// forward reference `"Store"`, `Optional[Store]`, `Store | None`; `None` for a union, a
+/// generic type or anything else.
+fn one_type(declared: &str) -> Option<String> {
+    let mut ty = unquote(declared);
+    if let Some(inner) = ty
+        .strip_prefix("Optional[")
+        .and_then(|t| t.strip_suffix(']'))
+    {
+        ty = inner;
+    }
+    let mut parts = ty.split('|').filter(|part| *part != "None");
+    let ty = unquote(parts.next()?);
+    let dotted = |t: &str| {
+        t.split('.').all(|segment| {
+            segment
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+                && segment.chars().all(|c| c.is_alphanumeric() || c == '_')
+        })
+    };
+    (parts.next().is_none() && dotted(ty)).then(|| ty.to_owned())
 }
 
 /// `Base<T>` -> `Base`, `Base[T]` -> `Base`, `Base(args)` -> `Base`.
@@ -346,6 +397,25 @@ pub fn decode(blob: &[u8]) -> Vec<Ref> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_declared_type_names_one_type_or_none() {
+        for (declared, want) in [
+            ("Store", Some("Store")),
+            ("httpx.Headers", Some("httpx.Headers")),
+            ("\"Console\"", Some("Console")),
+            ("Optional[Store]", Some("Store")),
+            ("Store|None", Some("Store")),
+            ("None|m.Store", Some("m.Store")),
+            ("\"Store|None\"", Some("Store")),
+            ("List[int]", None),
+            ("Store|Cache", None),
+            ("Callable[[int],str]", None),
+            ("None", None),
+        ] {
+            assert_eq!(one_type(declared).as_deref(), want, "{declared}");
+        }
+    }
 
     #[test]
     fn qualified_names_split_on_the_last_separator() {

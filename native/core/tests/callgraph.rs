@@ -382,3 +382,66 @@ fn a_standard_method_name_is_inferred_only_on_a_receiver_named_after_its_type() 
         ]
     );
 }
+
+#[test]
+fn a_call_on_a_parameter_declared_with_a_type_goes_to_that_type() {
+    // Two classes define `put`: without the parameter's type the call is ambiguous.
+    let graph = graph_of(&[
+        (
+            "app/store.py",
+            "class Store:\n    def put(self, k):\n        return k\n\n    def get(self, k):\n        return k\n",
+        ),
+        (
+            "app/cache.py",
+            "class Cache:\n    def put(self, k):\n        return k\n",
+        ),
+        (
+            "app/use.py",
+            "import httpx\nfrom typing import Optional\nfrom app.store import Store\n\n\ndef save(target: Store, headers: httpx.Headers, limit: int = 3, other=None):\n    target.put(1)\n    headers.get('x')\n    limit.bit_length()\n    other.put(2)\n\n    def inner():\n        target.get(3)\n\n    return inner\n\n\ndef later(a: \"Store\", b: Optional[Store] = None, c: Store | None = None):\n    a.put(1)\n    b.put(2)\n    c.put(3)\n",
+        ),
+    ]);
+    let rows = |from: &str| -> Vec<(String, String)> {
+        callees(&graph, from)
+            .into_iter()
+            .map(|(callee, to, _)| (callee, to))
+            .collect()
+    };
+    let external = |e: &&coderecall_core::graph::Edge| matches!(&e.target, Target::External(m) if m == "httpx");
+    let save = graph.find("save")[0];
+    assert!(
+        graph
+            .callees(save)
+            .into_iter()
+            .map(|e| &graph.edges[e as usize])
+            .any(|e| e.callee == "headers.get" && external(&e))
+    );
+    assert_eq!(
+        rows("save"),
+        [
+            ("target.put".to_owned(), "app.store.Store.put".to_owned()),
+            ("headers.get".to_owned(), "unresolved".to_owned()),
+            ("limit.bit_length".to_owned(), "unresolved".to_owned()),
+            ("other.put".to_owned(), "ambiguous 2".to_owned()),
+        ]
+    );
+    // Declared in the enclosing function.
+    assert_eq!(
+        callees(&graph, "inner"),
+        [(
+            "target.get".to_owned(),
+            "app.store.Store.get".to_owned(),
+            Confidence::Resolved
+        )]
+    );
+    assert_eq!(callees(&graph, "save")[0].2, Confidence::Resolved);
+    // A forward reference, `Optional[T]` and `T | None` name the type too.
+    let put = "app.store.Store.put".to_owned();
+    assert_eq!(
+        rows("later"),
+        [
+            ("a.put".to_owned(), put.clone()),
+            ("b.put".to_owned(), put.clone()),
+            ("c.put".to_owned(), put),
+        ]
+    );
+}

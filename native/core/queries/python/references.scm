@@ -43,3 +43,16 @@
       (subscript
         value: (_) @inherit.base)
     ]))
+
+; Parameters declared with a type (`store: Store`, `headers: httpx.Headers = None`): a call
+; on the parameter is a call on that type. src/refs.rs reads the type as written: a forward
+; reference (`"Console"`), `Optional[Store]` and `Store | None` name one type, other generic
+; types none.
+(typed_parameter
+  .
+  (identifier) @bind.name
+  type: (type) @bind.type)
+
+(typed_default_parameter
+  name: (identifier) @bind.name
+  type: (type) @bind.type)
