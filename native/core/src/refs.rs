@@ -296,9 +296,10 @@ fn unquote(text: &str) -> &str {
     text.trim_matches(|c| matches!(c, '"' | '\'' | '`' | '<' | '>'))
 }
 
-/// The one type a declared type names, as a dotted name: `Store`, `httpx.Headers`, a
-/// forward reference `"Store"`, `Optional[Store]`, `Store | None`; `None` for a union, a
-/// generic type or anything else.
+/// The one type a declared type names (whitespace removed), as a qualified name: `Store`,
+/// `httpx.Headers`, `crate::a::Store`, a forward reference `"Store"`, `Optional[Store]`,
+/// `Store | None` or `| null`, a reference or pointer (`&Store`, `&mut Store`, `*Store`);
+/// `None` for a union, a generic type or anything else.
 fn one_type(declared: &str) -> Option<String> {
     let mut ty = unquote(declared);
     if let Some(inner) = ty
@@ -307,10 +308,16 @@ fn one_type(declared: &str) -> Option<String> {
     {
         ty = inner;
     }
-    let mut parts = ty.split('|').filter(|part| *part != "None");
+    let mut parts = ty
+        .split('|')
+        .filter(|part| !matches!(*part, "None" | "null" | "undefined"));
     let ty = unquote(parts.next()?);
-    let dotted = |t: &str| {
-        t.split('.').all(|segment| {
+    let ty = ty
+        .strip_prefix("&mut")
+        .unwrap_or(ty)
+        .trim_start_matches(['&', '*']);
+    let named = |t: &str| {
+        t.replace("::", ".").split('.').all(|segment| {
             segment
                 .chars()
                 .next()
@@ -318,7 +325,7 @@ fn one_type(declared: &str) -> Option<String> {
                 && segment.chars().all(|c| c.is_alphanumeric() || c == '_')
         })
     };
-    (parts.next().is_none() && dotted(ty)).then(|| ty.to_owned())
+    (parts.next().is_none() && named(ty)).then(|| ty.to_owned())
 }
 
 /// `Base<T>` -> `Base`, `Base[T]` -> `Base`, `Base(args)` -> `Base`.
@@ -412,6 +419,12 @@ mod tests {
             ("Store|Cache", None),
             ("Callable[[int],str]", None),
             ("None", None),
+            ("Store|null", Some("Store")),
+            ("&Store", Some("Store")),
+            ("&mutStore", Some("Store")),
+            ("*pkg.Store", Some("pkg.Store")),
+            ("crate::a::Store", Some("crate::a::Store")),
+            ("Box<Store>", None),
         ] {
             assert_eq!(one_type(declared).as_deref(), want, "{declared}");
         }

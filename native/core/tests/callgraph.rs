@@ -445,3 +445,70 @@ fn a_call_on_a_parameter_declared_with_a_type_goes_to_that_type() {
         ]
     );
 }
+
+#[test]
+fn typed_parameters_name_their_receivers_in_typescript_rust_and_go() {
+    // Two types define `put` in each: only the parameter's declared type tells them apart.
+    for (files, from, want) in [
+        (
+            vec![
+                (
+                    "src/store.ts",
+                    "export class Store {\n  put(k: number) {\n    return k;\n  }\n}\n",
+                ),
+                (
+                    "src/cache.ts",
+                    "export class Cache {\n  put(k: number) {\n    return k;\n  }\n}\n",
+                ),
+                (
+                    "src/use.ts",
+                    "import { Store } from \"./store\";\n\nexport function save(s: Store | null, o?: Store) {\n  s.put(1);\n  o.put(2);\n}\n",
+                ),
+            ],
+            "save",
+            ("src.store.Store.put", Confidence::Resolved),
+        ),
+        (
+            vec![
+                (
+                    "src/store.rs",
+                    "pub struct Store;\n\nimpl Store {\n    pub fn put(&self, k: u32) -> u32 {\n        k\n    }\n}\n",
+                ),
+                (
+                    "src/cache.rs",
+                    "pub struct Cache;\n\nimpl Cache {\n    pub fn put(&self, k: u32) -> u32 {\n        k\n    }\n}\n",
+                ),
+                (
+                    "src/main.rs",
+                    "use crate::store::Store;\n\nfn save(s: &Store, m: &mut Store) {\n    s.put(1);\n    m.put(2);\n}\n",
+                ),
+            ],
+            "save",
+            ("store::Store::put", Confidence::Resolved),
+        ),
+        (
+            vec![
+                (
+                    "store/store.go",
+                    "package store\n\ntype Store struct{}\n\nfunc (s *Store) Put(k int) int { return k }\n\ntype Cache struct{}\n\nfunc (c *Cache) Put(k int) int { return k }\n",
+                ),
+                (
+                    "store/use.go",
+                    "package store\n\nfunc save(st *Store, other Store) {\n\tst.Put(1)\n\tother.Put(2)\n}\n",
+                ),
+            ],
+            "save",
+            // A type of another file of the package is found by its name, as `Store.Put`
+            // written out would be: inferred.
+            ("store.Store.Put", Confidence::Inferred),
+        ),
+    ] {
+        let graph = graph_of(&files);
+        let rows: Vec<(String, Confidence)> = callees(&graph, from)
+            .into_iter()
+            .map(|(_, to, confidence)| (to, confidence))
+            .collect();
+        let want = (want.0.to_owned(), want.1);
+        assert_eq!(rows, [want.clone(), want.clone()], "{want:?}");
+    }
+}

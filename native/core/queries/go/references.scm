@@ -87,3 +87,17 @@
         (generic_type)
       ] @inherit.base
       .)))
+
+; Parameters declared with a type (`s *Store`, `t Store`, `u pkg.Store`): a call on the
+; parameter is a call on that type.
+(parameter_declaration
+  name: (identifier) @bind.name
+  type: [
+    (type_identifier)
+    (qualified_type)
+    (pointer_type
+      [
+        (type_identifier)
+        (qualified_type)
+      ])
+  ] @bind.type)

@@ -180,3 +180,17 @@
       (scoped_type_identifier)
       (generic_type)
     ] @inherit.base))
+
+; Parameters declared with a type (`store: &Store`, `s: &mut Store`, `s: crate::a::Store`):
+; a call on the parameter is a call on that type.
+(parameter
+  pattern: (identifier) @bind.name
+  type: [
+    (type_identifier)
+    (scoped_type_identifier)
+    (reference_type
+      type: [
+        (type_identifier)
+        (scoped_type_identifier)
+      ])
+  ] @bind.type)

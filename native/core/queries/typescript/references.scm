@@ -70,3 +70,23 @@
       (nested_type_identifier)
       (generic_type)
     ] @inherit.base))
+
+; Parameters declared with a type (`store: Store`, `h: http.Headers`, `s?: Store`,
+; `s: Store | null`): a call on the parameter is a call on that type (src/refs.rs reads it).
+(required_parameter
+  pattern: (identifier) @bind.name
+  type: (type_annotation
+    [
+      (type_identifier)
+      (nested_type_identifier)
+      (union_type)
+    ] @bind.type))
+
+(optional_parameter
+  pattern: (identifier) @bind.name
+  type: (type_annotation
+    [
+      (type_identifier)
+      (nested_type_identifier)
+      (union_type)
+    ] @bind.type))
