@@ -447,7 +447,7 @@ fn a_call_on_a_parameter_declared_with_a_type_goes_to_that_type() {
 }
 
 #[test]
-fn typed_parameters_name_their_receivers_in_typescript_rust_and_go() {
+fn typed_parameters_name_their_receivers_in_typescript_rust_java_and_go() {
     // Two types define `put` in each: only the parameter's declared type tells them apart.
     for (files, from, want) in [
         (
@@ -485,6 +485,25 @@ fn typed_parameters_name_their_receivers_in_typescript_rust_and_go() {
             ],
             "save",
             ("store::Store::put", Confidence::Resolved),
+        ),
+        (
+            vec![
+                (
+                    "src/Store.java",
+                    "package shop;\n\npublic class Store {\n    public int put(int k) {\n        return k;\n    }\n}\n",
+                ),
+                (
+                    "src/Cache.java",
+                    "package shop;\n\npublic class Cache {\n    public int put(int k) {\n        return k;\n    }\n}\n",
+                ),
+                (
+                    "src/Use.java",
+                    "package shop;\n\nclass Use {\n    void save(Store s, final shop.Store t) {\n        s.put(1);\n        t.put(2);\n    }\n}\n",
+                ),
+            ],
+            "save",
+            // A class of the same package in another file: by its name, as for Go.
+            ("src.Store.put", Confidence::Inferred),
         ),
         (
             vec![

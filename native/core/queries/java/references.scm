@@ -87,3 +87,12 @@
   interfaces: (super_interfaces
     (type_list
       (_) @inherit.base)))
+
+; Parameters declared with a type (`Store store`, `final pkg.Store s`): a call on the
+; parameter is a call on that type.
+(formal_parameter
+  type: [
+    (type_identifier)
+    (scoped_type_identifier)
+  ] @bind.type
+  name: (identifier) @bind.name)
