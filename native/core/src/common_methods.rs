@@ -74,38 +74,37 @@ const SWIFT: &str = "\
     flatMap forEach hasPrefix hasSuffix insert isEmpty joined last lowercased map max min \
     popLast reduce remove removeAll reversed sorted split uppercased";
 
-/// The tables above, by language family; each is a space-separated list in byte order.
-fn table(lang: Language) -> Option<usize> {
-    Some(match lang {
-        Language::Python => 0,
-        Language::JavaScript | Language::TypeScript | Language::Tsx => 1,
-        Language::Rust => 2,
-        Language::Go => 3,
-        Language::Java | Language::Kotlin | Language::Scala => 4,
-        Language::Cpp => 5,
-        Language::CSharp => 6,
-        Language::Ruby => 7,
-        Language::Swift => 8,
-        _ => return None,
-    })
-}
-
-const TABLES: [&str; 9] = [PYTHON, ECMASCRIPT, RUST, GO, JVM, CPP, CSHARP, RUBY, SWIFT];
+/// The tables above and the languages each serves (each a space-separated list in byte
+/// order).
+const TABLES: [(&[Language], &str); 9] = [
+    (&[Language::Python], PYTHON),
+    (
+        &[Language::JavaScript, Language::TypeScript, Language::Tsx],
+        ECMASCRIPT,
+    ),
+    (&[Language::Rust], RUST),
+    (&[Language::Go], GO),
+    (&[Language::Java, Language::Kotlin, Language::Scala], JVM),
+    (&[Language::Cpp], CPP),
+    (&[Language::CSharp], CSHARP),
+    (&[Language::Ruby], RUBY),
+    (&[Language::Swift], SWIFT),
+];
 
 /// Whether `name` is a method the standard types of `lang` answer.
 #[must_use]
 pub fn is_common_method(lang: Language, name: &str) -> bool {
     static SETS: OnceLock<Vec<HashSet<&'static str>>> = OnceLock::new();
-    let Some(i) = table(lang) else {
+    let Some(i) = TABLES.iter().position(|(langs, _)| langs.contains(&lang)) else {
         return false;
     };
-    SETS.get_or_init(|| {
+    let sets = SETS.get_or_init(|| {
         TABLES
             .iter()
-            .map(|t| t.split_whitespace().collect())
+            .map(|(_, names)| names.split_whitespace().collect())
             .collect()
-    })[i]
-        .contains(name)
+    });
+    sets[i].contains(name)
 }
 
 #[cfg(test)]
@@ -115,7 +114,7 @@ mod tests {
     #[test]
     fn each_table_is_in_byte_order_without_repeats() {
         // So a name is found by eye and never listed twice.
-        for table in TABLES {
+        for (_, table) in TABLES {
             let names: Vec<&str> = table.split_whitespace().collect();
             assert!(names.windows(2).all(|w| w[0] < w[1]), "{:?}", names.first());
         }

@@ -825,21 +825,15 @@ impl<'g> Lookup<'g> {
             imports: &imports,
             defs: &defs,
             sorted,
-            binds: &[],
+            binds: &HashMap::new(),
         };
-        let binds: Vec<Binding> = refs
-            .iter()
-            .filter(|r| r.kind == RefKind::Bind)
-            .map(|r| Binding {
-                def: self.enclosing(&unbound, r.line),
-                variable: r.alias.clone(),
-                ty: if r.qualifier.is_empty() {
-                    r.name.clone()
-                } else {
-                    format!("{}.{}", r.qualifier, r.name)
-                },
-            })
-            .collect();
+        let mut binds: HashMap<u32, Vec<(String, String)>> = HashMap::new();
+        for r in refs.iter().filter(|r| r.kind == RefKind::Bind) {
+            binds
+                .entry(self.enclosing(&unbound, r.line))
+                .or_default()
+                .push((r.alias.clone(), r.written()));
+        }
         let scope = Scope {
             binds: &binds,
             ..unbound
@@ -850,11 +844,7 @@ impl<'g> Lookup<'g> {
             match r.kind {
                 RefKind::Call => {
                     let (target, confidence) = self.resolve_call(&scope, from, r);
-                    let callee = if r.qualifier.is_empty() {
-                        r.name.clone()
-                    } else {
-                        format!("{}.{}", r.qualifier, r.name)
-                    };
+                    let callee = r.written();
                     edges.push(Edge {
                         kind: EdgeKind::Call,
                         from,
@@ -875,11 +865,7 @@ impl<'g> Lookup<'g> {
                         .max_by_key(|&d| self.node(d).start_line)
                         .unwrap_or(from);
                     let (target, confidence) = self.resolve_type(&scope, r);
-                    let callee = if r.qualifier.is_empty() {
-                        r.name.clone()
-                    } else {
-                        format!("{}.{}", r.qualifier, r.name)
-                    };
+                    let callee = r.written();
                     edges.push(Edge {
                         kind: EdgeKind::Inherit,
                         from: class,
@@ -1031,8 +1017,9 @@ impl<'g> Lookup<'g> {
         }
         let mut at = Some(from);
         while let Some(d) = at {
-            if let Some(b) = scope.binds.iter().find(|b| b.def == d && b.variable == q) {
-                return Some(&b.ty);
+            let declared = scope.binds.get(&d);
+            if let Some((_, ty)) = declared.and_then(|v| v.iter().find(|(var, _)| var == q)) {
+                return Some(ty);
             }
             at = self.node(d).parent;
         }
@@ -1850,15 +1837,9 @@ struct Scope<'a> {
     defs: &'a [u32],
     /// Whether `defs` are in source order (they are, from every chunker; checked anyway).
     sorted: bool,
-    /// Parameters declared with a type, in the file's definitions.
-    binds: &'a [Binding],
-}
-
-/// A parameter of definition `def` declared with type `ty` (as written: `httpx.Headers`).
-struct Binding {
-    def: u32,
-    variable: String,
-    ty: String,
+    /// Parameters declared with a type, by the definition they belong to: (parameter,
+    /// type as written: `httpx.Headers`).
+    binds: &'a HashMap<u32, Vec<(String, String)>>,
 }
 
 fn global_answer(candidates: Vec<u32>) -> (Target, Confidence) {

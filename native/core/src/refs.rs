@@ -82,6 +82,18 @@ pub struct Ref {
     pub alias: String,
 }
 
+impl Ref {
+    /// The name as written with its qualifier (`self.send`, `httpx.Headers`), or alone.
+    #[must_use]
+    pub fn written(&self) -> String {
+        if self.qualifier.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}.{}", self.qualifier, self.name)
+        }
+    }
+}
+
 /// The reference one match of a references pattern describes, if any. `names` are the
 /// query's capture names.
 pub(crate) fn from_match(
