@@ -680,8 +680,9 @@ def test_metrics(calls_project: Path) -> None:
     graph = metrics["graph"]
     assert graph["files"] == len(CALLS_PROJECT)
     assert graph["definitions"] >= 20
-    assert graph["resolved"] >= 5
-    assert graph["inferred"] >= 2
+    # `store = TokenStore(...)` in the tests names its receiver's type: every call of the
+    # chain and of the tests resolves.
+    assert graph["resolved"] >= 7, graph
     assert graph["edges"] == graph["resolved"] + graph["inferred"] + graph["unresolved"]
     assert (metrics["vectors"], metrics["embedding_model"]) == (0, None)
     assert metrics["knowledge_bases"] == 0

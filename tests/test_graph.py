@@ -263,7 +263,7 @@ def test_lookup_of_an_unknown_name_is_empty_and_an_empty_one_is_refused(index: C
 # call_graph: confidences
 
 
-def test_callers_resolved_through_an_import_and_inferred_from_a_unique_name(
+def test_callers_resolved_through_self_and_through_a_receiver_built_from_its_class(
     index: CodeIndex,
 ) -> None:
     result = index.call_graph("Repository.save")
@@ -273,12 +273,12 @@ def test_callers_resolved_through_an_import_and_inferred_from_a_unique_name(
     assert (through_self.confidence, through_self.reason) == ("resolved", None)
     assert (through_self.path, through_self.line) == ("shop/repo.py", 14)
     assert through_self.callee_text == "self.save"
-    # `repo.save(...)`: the receiver's type is not tracked, but only one `save` exists.
-    inferred = callers["shop.service.process"]
-    assert (inferred.confidence, inferred.reason) == ("inferred", None)
-    assert (inferred.path, inferred.line) == ("shop/service.py", 6)
-    assert inferred.callee is not None
-    assert inferred.callee.symbol_path == "shop.repo.Repository.save"
+    # `repo.save(...)` on `repo = Repository("orders")`: a call on that class.
+    built = callers["shop.service.process"]
+    assert (built.confidence, built.reason) == ("resolved", None)
+    assert (built.path, built.line) == ("shop/service.py", 6)
+    assert built.callee is not None
+    assert built.callee.symbol_path == "shop.repo.Repository.save"
     assert all(e.depth == 1 and e.kind == "call" for e in result.callers)
 
     (callee,) = result.callees
@@ -429,7 +429,7 @@ def test_path_finds_a_three_step_chain(index: CodeIndex) -> None:
     ]
     assert steps == [
         ("shop.cli.run", "shop.service.process", "resolved"),
-        ("shop.service.process", "shop.repo.Repository.save", "inferred"),
+        ("shop.service.process", "shop.repo.Repository.save", "resolved"),
         ("shop.repo.Repository.save", "shop.db.write", "resolved"),
     ]
     assert [e.depth for e in found.edges] == [1, 2, 3]

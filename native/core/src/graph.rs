@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use crate::chunk::{ChunkKind, Symbol};
 use crate::lang::{Language, module_path};
 use crate::rank::{PathClass, classify_path, is_test_scope};
-use crate::refs::{Ref, RefKind};
+use crate::refs::{FIELD, Ref, RefKind};
 
 /// Candidates listed for an ambiguous edge, at most.
 const MAX_CANDIDATES: usize = 12;
@@ -829,8 +829,13 @@ impl<'g> Lookup<'g> {
         };
         let mut binds: HashMap<u32, Vec<(String, String)>> = HashMap::new();
         for r in refs.iter().filter(|r| r.kind == RefKind::Bind) {
+            let mut at = self.enclosing(&unbound, r.line);
+            // A field belongs to its type, whichever method assigns it.
+            if r.alias.starts_with(FIELD) {
+                at = self.type_holding(at).unwrap_or(at);
+            }
             binds
-                .entry(self.enclosing(&unbound, r.line))
+                .entry(at)
                 .or_default()
                 .push((r.alias.clone(), r.written()));
         }
@@ -1009,17 +1014,79 @@ impl<'g> Lookup<'g> {
         global_answer(candidates)
     }
 
-    /// The type `q` is declared with as a parameter of `from` or of a definition holding
-    /// it (`store` in `def f(store: Store)`), when `q` is a plain name.
+    /// The type `q` is declared with or constructed from: a parameter or variable of `from`
+    /// or of a definition holding it, or of the file's top level (`store` in
+    /// `def f(store: Store)`, `store = Store()`), or a field of the enclosing type
+    /// (`self.store`, `this.store`, Go's `s.store` on a receiver `s`, and a bare `store` where
+    /// a type's fields are in scope).
     fn declared_type<'s>(&self, scope: &Scope<'s>, from: u32, q: &str) -> Option<&'s str> {
-        if scope.binds.is_empty() || q.contains(['.', '(', ':', '>', '[']) {
+        if scope.binds.is_empty() {
             return None;
         }
+        let lang = self.files[scope.file as usize].language;
+        let bound = |d: u32, var: &str| {
+            scope
+                .binds
+                .get(&d)
+                .and_then(|v| v.iter().find(|(v, _)| v == var))
+                .map(|(_, ty)| ty.as_str())
+        };
+        let field = match q.split_once('.') {
+            Some((head, field))
+                if is_identifier(field)
+                    && (matches!(head, "self" | "this")
+                        || self.is_go_receiver(scope, from, head, lang)) =>
+            {
+                format!("{FIELD}{field}")
+            }
+            Some(_) => return None,
+            None if q.contains(['(', ':', '>', '[']) => return None,
+            None => {
+                let mut at = Some(from);
+                while let Some(d) = at {
+                    let n = self.node(d);
+                    let found = if n.kind.is_type_like() {
+                        // Python's and TypeScript's fields are reached through `self`.
+                        implicit_self(lang)
+                            .then(|| bound(d, &format!("{FIELD}{q}")))
+                            .flatten()
+                    } else {
+                        bound(d, q)
+                    };
+                    if found.is_some() {
+                        return found;
+                    }
+                    at = n.parent;
+                }
+                return bound(self.files[scope.file as usize].top, q);
+            }
+        };
         let mut at = Some(from);
         while let Some(d) = at {
-            let declared = scope.binds.get(&d);
-            if let Some((_, ty)) = declared.and_then(|v| v.iter().find(|(var, _)| var == q)) {
+            if self.node(d).kind.is_type_like()
+                && let Some(ty) = bound(d, &field)
+            {
                 return Some(ty);
+            }
+            at = self.node(d).parent;
+        }
+        // A method declared outside its type's body (Go, Rust's `impl`): the type's fields
+        // are where the type is defined in this file.
+        let owner = self.enclosing_type(from)?;
+        scope.defs.iter().copied().find_map(|d| {
+            let n = self.node(d);
+            (n.kind.is_type_like() && n.name == owner)
+                .then(|| bound(d, &field))
+                .flatten()
+        })
+    }
+
+    /// The innermost type-like definition holding `at`, or `at` itself.
+    fn type_holding(&self, at: u32) -> Option<u32> {
+        let mut at = Some(at);
+        while let Some(d) = at {
+            if self.node(d).kind.is_type_like() {
+                return Some(d);
             }
             at = self.node(d).parent;
         }
@@ -1287,6 +1354,22 @@ impl<'g> Lookup<'g> {
                 .collect();
             if let [one] = local.as_slice() {
                 return Some((Target::Node(*one), Confidence::Resolved));
+            }
+            // Go's package is its folder, and so is Java's as laid out: a type of another
+            // file of the package is in scope without an import.
+            if matches!(lang, Language::Go | Language::Java) {
+                let dir = &self.files[scope.file as usize].dir;
+                let package: Vec<u32> = methods
+                    .iter()
+                    .copied()
+                    .filter(|&m| {
+                        let file = &self.files[self.node(m).file as usize];
+                        file.language == lang && &file.dir == dir
+                    })
+                    .collect();
+                if let [one] = package.as_slice() {
+                    return Some((Target::Node(*one), Confidence::Resolved));
+                }
             }
             if matches!(
                 lang,
@@ -1837,8 +1920,9 @@ struct Scope<'a> {
     defs: &'a [u32],
     /// Whether `defs` are in source order (they are, from every chunker; checked anyway).
     sorted: bool,
-    /// Parameters declared with a type, by the definition they belong to: (parameter,
-    /// type as written: `httpx.Headers`).
+    /// Parameters, variables and fields declared with a type or constructed from one, by the
+    /// definition they belong to (a field's type for a field): (name, `self.<field>` for a
+    /// field, type as written: `httpx.Headers`).
     binds: &'a HashMap<u32, Vec<(String, String)>>,
 }
 
@@ -1894,6 +1978,10 @@ fn abbreviates(short: &str, name: &str) -> bool {
 }
 
 /// Receivers that mean "this object".
+fn is_identifier(text: &str) -> bool {
+    !text.is_empty() && text.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
 fn is_self(q: &str) -> bool {
     matches!(
         q,

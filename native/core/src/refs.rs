@@ -9,8 +9,10 @@
 //!   (optional): the local name it is bound to.
 //! - `@inherit.class`: the class being defined; `@inherit.base`: one base class, trait or
 //!   interface it extends or implements.
-//! - `@bind.name`: a parameter; `@bind.type`: the type it is declared with (`store` and
-//!   `Store` in `def f(store: Store)`), so a call on it is a call on that type.
+//! - `@bind.name`: a parameter or variable; `@bind.type`: the type it is declared with or
+//!   constructed from (`store` and `Store` in `def f(store: Store)` or `store = Store()`), so
+//!   a call on it is a call on that type. `@bind.field` instead of `@bind.name`: a field of
+//!   the enclosing type (`store` in `self.store = Store()`, `private Store store;`).
 //!
 //! A capture that holds a qualified name (`a.b.c`, `a::b::c`, `a\b\c`) is split: the last
 //! segment is the name, the rest the qualifier.
@@ -18,6 +20,9 @@
 use tree_sitter::QueryCapture;
 
 use crate::lang::Language;
+
+/// How a bound field is named, whatever the language's receiver is (`this.store`, `@store`).
+pub const FIELD: &str = "self.";
 
 /// Upper bound on references kept per file, against generated or pathological sources.
 pub const MAX_REFS: usize = 50_000;
@@ -71,8 +76,10 @@ impl RefKind {
 ///   as for C includes and wildcard imports).
 /// - `Inherit`: `alias` is the class defined, `name` the base's own name and `qualifier`
 ///   the base's qualifier ("" when unqualified).
-/// - `Bind`: `alias` is a parameter, `name` its declared type's own name and `qualifier` the
-///   type's qualifier (`httpx` for `headers: httpx.Headers`); `line` is the parameter's.
+/// - `Bind`: `alias` is a parameter or variable, or `self.<field>` for a field of the
+///   enclosing type, whatever the language calls its receiver; `name` is its type's own name
+///   and `qualifier` the type's qualifier (`httpx` for `headers: httpx.Headers`); `line` is
+///   the variable's.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Ref {
     pub kind: RefKind,
@@ -128,6 +135,7 @@ pub(crate) fn from_match(
             "inherit.class" => found.class = Some(text),
             "inherit.base" => found.base = Some((text, line)),
             "bind.name" => found.bound = Some((text, line)),
+            "bind.field" => found.field = Some((text, line)),
             "bind.type" => found.bound_type = Some(text),
             _ => {}
         }
@@ -147,6 +155,7 @@ struct Captured<'a> {
     class: Option<&'a str>,
     base: Option<(&'a str, u32)>,
     bound: Option<(&'a str, u32)>,
+    field: Option<(&'a str, u32)>,
     bound_type: Option<&'a str>,
 }
 
@@ -225,6 +234,10 @@ impl Captured<'_> {
         }
         if let (Some((variable, line)), Some(ty)) = (self.bound, self.bound_type) {
             return type_ref(RefKind::Bind, line, &one_type(&compact(ty))?, variable);
+        }
+        if let (Some((field, line)), Some(ty)) = (self.field, self.bound_type) {
+            let field = format!("{FIELD}{}", compact(field));
+            return type_ref(RefKind::Bind, line, &one_type(&compact(ty))?, &field);
         }
         None
     }

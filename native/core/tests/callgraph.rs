@@ -502,8 +502,8 @@ fn typed_parameters_name_their_receivers_in_typescript_rust_java_and_go() {
                 ),
             ],
             "save",
-            // A class of the same package in another file: by its name, as for Go.
-            ("src.Store.put", Confidence::Inferred),
+            // A class of another file of the same package (folder): in scope unimported.
+            ("src.Store.put", Confidence::Resolved),
         ),
         (
             vec![
@@ -517,9 +517,8 @@ fn typed_parameters_name_their_receivers_in_typescript_rust_java_and_go() {
                 ),
             ],
             "save",
-            // A type of another file of the package is found by its name, as `Store.Put`
-            // written out would be: inferred.
-            ("store.Store.Put", Confidence::Inferred),
+            // A type of another file of the package (its folder) is in scope.
+            ("store.Store.Put", Confidence::Resolved),
         ),
     ] {
         let graph = graph_of(&files);
@@ -529,5 +528,142 @@ fn typed_parameters_name_their_receivers_in_typescript_rust_java_and_go() {
             .collect();
         let want = (want.0.to_owned(), want.1);
         assert_eq!(rows, [want.clone(), want.clone()], "{want:?}");
+    }
+}
+
+#[test]
+fn variables_and_fields_built_or_declared_with_a_type_name_their_receivers() {
+    // Two types define `put` in each: only what the variable or field was built from, or
+    // declared as, tells them apart. `(from, callee) -> target` for every call checked.
+    for (files, want) in [
+        (
+            vec![
+                (
+                    "app/store.py",
+                    "class Store:\n    def put(self, k):\n        return k\n\n\nclass Cache:\n    def put(self, k):\n        return k\n",
+                ),
+                (
+                    "app/use.py",
+                    "from dataclasses import dataclass\nfrom app.store import Store\n\n\n@dataclass\nclass Holder:\n    kept: Store\n\n    def run(self):\n        self.kept.put(1)\n\n\nclass Service:\n    def __init__(self):\n        self.store = Store()\n        self.typed: Store = make()\n\n    def run(self):\n        self.store.put(1)\n        self.typed.put(2)\n        self.other.put(3)\n\n\ndef local():\n    s = Store()\n    t: Store = make()\n    rows = fetch()\n    s.put(1)\n    t.put(2)\n    rows.put(3)\n\n\nshared = Store()\n\n\ndef uses_global():\n    shared.put(1)\n",
+                ),
+            ],
+            vec![
+                ("Holder.run", "self.kept.put", "app.store.Store.put"),
+                ("Service.run", "self.store.put", "app.store.Store.put"),
+                ("Service.run", "self.typed.put", "app.store.Store.put"),
+                ("Service.run", "self.other.put", "ambiguous 2"),
+                ("local", "s.put", "app.store.Store.put"),
+                ("local", "t.put", "app.store.Store.put"),
+                ("local", "rows.put", "ambiguous 2"),
+                ("uses_global", "shared.put", "app.store.Store.put"),
+            ],
+        ),
+        (
+            vec![
+                (
+                    "src/store.ts",
+                    "export class Store {\n  put(k: number) {\n    return k;\n  }\n}\n\nexport class Cache {\n  put(k: number) {\n    return k;\n  }\n}\n",
+                ),
+                (
+                    "src/use.ts",
+                    "import { Store } from \"./store\";\n\nexport class Service {\n  private typed: Store;\n  private made = new Store();\n  private built;\n\n  constructor(private injected: Store) {\n    this.built = new Store();\n  }\n\n  run() {\n    this.typed.put(1);\n    this.made.put(2);\n    this.injected.put(3);\n    this.built.put(4);\n    this.other.put(5);\n  }\n}\n\nexport function local() {\n  const s = new Store();\n  let t: Store = make();\n  s.put(1);\n  t.put(2);\n}\n",
+                ),
+            ],
+            vec![
+                ("Service.run", "this.typed.put", "src.store.Store.put"),
+                ("Service.run", "this.made.put", "src.store.Store.put"),
+                ("Service.run", "this.injected.put", "src.store.Store.put"),
+                ("Service.run", "this.built.put", "src.store.Store.put"),
+                ("Service.run", "this.other.put", "ambiguous 2"),
+                ("local", "s.put", "src.store.Store.put"),
+                ("local", "t.put", "src.store.Store.put"),
+            ],
+        ),
+        (
+            vec![
+                (
+                    "src/store.js",
+                    "export class Store {\n  put(k) {\n    return k;\n  }\n}\n\nexport class Cache {\n  put(k) {\n    return k;\n  }\n}\n",
+                ),
+                (
+                    "src/use.js",
+                    "import { Store } from \"./store.js\";\n\nexport class Service {\n  made = new Store();\n\n  constructor() {\n    this.built = new Store();\n  }\n\n  run() {\n    this.made.put(1);\n    this.built.put(2);\n    this.other.put(3);\n  }\n}\n\nexport function local() {\n  const s = new Store();\n  s.put(1);\n}\n",
+                ),
+            ],
+            vec![
+                ("Service.run", "this.made.put", "src.store.Store.put"),
+                ("Service.run", "this.built.put", "src.store.Store.put"),
+                ("Service.run", "this.other.put", "ambiguous 2"),
+                ("local", "s.put", "src.store.Store.put"),
+            ],
+        ),
+        (
+            vec![
+                (
+                    "src/shop/Store.java",
+                    "package shop;\n\npublic class Store {\n    public int put(int k) {\n        return k;\n    }\n}\n",
+                ),
+                (
+                    "src/shop/Cache.java",
+                    "package shop;\n\npublic class Cache {\n    public int put(int k) {\n        return k;\n    }\n}\n",
+                ),
+                (
+                    "src/app/Use.java",
+                    "package app;\n\nimport shop.Store;\n\nclass Use {\n    private final Store kept;\n\n    void run() {\n        kept.put(1);\n        this.kept.put(2);\n        Store s = make();\n        s.put(3);\n        var v = new Store();\n        v.put(4);\n        var w = make();\n        w.put(5);\n    }\n}\n",
+                ),
+            ],
+            vec![
+                ("Use.run", "kept.put", "src.shop.Store.put"),
+                ("Use.run", "this.kept.put", "src.shop.Store.put"),
+                ("Use.run", "s.put", "src.shop.Store.put"),
+                ("Use.run", "v.put", "src.shop.Store.put"),
+                ("Use.run", "w.put", "ambiguous 2"),
+            ],
+        ),
+        (
+            vec![
+                (
+                    "store/store.go",
+                    "package store\n\ntype Store struct{}\n\nfunc (s *Store) Put(k int) int { return k }\n\ntype Cache struct{}\n\nfunc (c *Cache) Put(k int) int { return k }\n",
+                ),
+                (
+                    "store/service.go",
+                    "package store\n\ntype Service struct {\n\tdb *Store\n}\n\nfunc (sv *Service) Run() {\n\tsv.db.Put(1)\n\tsv.other.Put(2)\n}\n\nfunc local() {\n\tvar a Store\n\tb := &Store{}\n\tc := make()\n\ta.Put(1)\n\tb.Put(2)\n\tc.Put(3)\n}\n",
+                ),
+            ],
+            vec![
+                ("Service.Run", "sv.db.Put", "store.Store.Put"),
+                ("Service.Run", "sv.other.Put", "ambiguous 2"),
+                ("local", "a.Put", "store.Store.Put"),
+                ("local", "b.Put", "store.Store.Put"),
+                ("local", "c.Put", "ambiguous 2"),
+            ],
+        ),
+        (
+            vec![(
+                "src/store.rs",
+                "pub struct Store;\n\nimpl Store {\n    pub fn new() -> Store {\n        Store\n    }\n\n    pub fn put(&self, k: u32) -> u32 {\n        k\n    }\n}\n\npub struct Cache;\n\nimpl Cache {\n    pub fn put(&self, k: u32) -> u32 {\n        k\n    }\n}\n\npub struct Service<'a> {\n    db: Store,\n    shared: &'a Store,\n}\n\nimpl Service<'_> {\n    fn run(&self) {\n        self.db.put(1);\n        self.other.put(2);\n        self.shared.put(3);\n    }\n}\n\nfn borrowed<'a>(s: &'a Store) {\n    s.put(1);\n}\n\nfn local() {\n    let a = Store::new();\n    let b: &Store = make();\n    let c = Store {};\n    let d = make();\n    a.put(1);\n    b.put(2);\n    c.put(3);\n    d.put(4);\n}\n",
+            )],
+            vec![
+                ("Service::run", "self.db.put", "store::Store::put"),
+                ("Service::run", "self.other.put", "ambiguous 2"),
+                ("Service::run", "self.shared.put", "store::Store::put"),
+                ("borrowed", "s.put", "store::Store::put"),
+                ("local", "a.put", "store::Store::put"),
+                ("local", "b.put", "store::Store::put"),
+                ("local", "c.put", "store::Store::put"),
+                ("local", "d.put", "ambiguous 2"),
+            ],
+        ),
+    ] {
+        let graph = graph_of(&files);
+        for (from, callee, to) in want {
+            let found: Vec<String> = callees(&graph, from)
+                .into_iter()
+                .filter(|(c, _, _)| c == callee)
+                .map(|(_, t, _)| t)
+                .collect();
+            assert_eq!(found, [to], "{from}: {callee}");
+        }
     }
 }

@@ -1018,6 +1018,7 @@ fn every_references_query_compiles_with_known_captures() {
         "inherit.class",
         "inherit.base",
         "bind.name",
+        "bind.field",
         "bind.type",
     ];
     let mut failures = Vec::new();

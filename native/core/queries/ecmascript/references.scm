@@ -94,3 +94,23 @@
       (string
         (string_fragment) @import.module)))
   (#eq? @_require "require"))
+
+; Variables and fields constructed with `new` (`const store = new Store()`,
+; `this.store = new db.Store()`): a call on them is a call on that type.
+(variable_declarator
+  name: (identifier) @bind.name
+  value: (new_expression
+    constructor: [
+      (identifier)
+      (member_expression)
+    ] @bind.type))
+
+(assignment_expression
+  left: (member_expression
+    object: (this)
+    property: (property_identifier) @bind.field)
+  right: (new_expression
+    constructor: [
+      (identifier)
+      (member_expression)
+    ] @bind.type))

@@ -101,3 +101,50 @@
         (qualified_type)
       ])
   ] @bind.type)
+
+; Variables declared with a type or built from a literal (`var st Store`,
+; `st := &Store{}`, `st := store.Store{}`) and struct fields (`db *DB`): a call on them,
+; or on `s.db` in a method of the struct, is a call on that type.
+(var_spec
+  name: (identifier) @bind.name
+  type: [
+    (type_identifier)
+    (qualified_type)
+    (pointer_type
+      [
+        (type_identifier)
+        (qualified_type)
+      ])
+  ] @bind.type)
+
+(short_var_declaration
+  left: (expression_list
+    .
+    (identifier) @bind.name .)
+  right: (expression_list
+    .
+    [
+      (composite_literal
+        type: [
+          (type_identifier)
+          (qualified_type)
+        ] @bind.type)
+      (unary_expression
+        operand: (composite_literal
+          type: [
+            (type_identifier)
+            (qualified_type)
+          ] @bind.type))
+    ] .))
+
+(field_declaration
+  name: (field_identifier) @bind.field
+  type: [
+    (type_identifier)
+    (qualified_type)
+    (pointer_type
+      [
+        (type_identifier)
+        (qualified_type)
+      ])
+  ] @bind.type)

@@ -96,3 +96,31 @@
     (scoped_type_identifier)
   ] @bind.type
   name: (identifier) @bind.name)
+
+; Local variables and fields declared with a type (`Store store = open();`,
+; `private final Store store;`) or constructed (`var store = new Store();`).
+(local_variable_declaration
+  type: [
+    (type_identifier)
+    (scoped_type_identifier)
+  ] @bind.type
+  declarator: (variable_declarator
+    name: (identifier) @bind.name)
+  (#not-eq? @bind.type "var"))
+
+(local_variable_declaration
+  declarator: (variable_declarator
+    name: (identifier) @bind.name
+    value: (object_creation_expression
+      type: [
+        (type_identifier)
+        (scoped_type_identifier)
+      ] @bind.type)))
+
+(field_declaration
+  type: [
+    (type_identifier)
+    (scoped_type_identifier)
+  ] @bind.type
+  declarator: (variable_declarator
+    name: (identifier) @bind.field))

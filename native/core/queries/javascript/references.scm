@@ -19,3 +19,13 @@
         (identifier)
         (member_expression)
       ] @inherit.base)))
+
+; A class field constructed with `new` (`store = new Store();`): a call on `this.store` is a
+; call on that type.
+(field_definition
+  property: (property_identifier) @bind.field
+  value: (new_expression
+    constructor: [
+      (identifier)
+      (member_expression)
+    ] @bind.type))

@@ -56,3 +56,48 @@
 (typed_default_parameter
   name: (identifier) @bind.name
   type: (type) @bind.type)
+
+; Variables constructed from a class (`store = Store()`, `store = app.Store(path)`; a name
+; in CapWords, so `rows = fetch()` binds nothing) or annotated (`store: Store = open_it()`):
+; a call on the variable is a call on that type.
+(assignment
+  left: (identifier) @bind.name
+  right: (call
+    function: [
+      (identifier)
+      (attribute)
+    ] @bind.type)
+  (#match? @bind.type "^([A-Za-z_][A-Za-z0-9_]*\\.)*_?[A-Z][A-Za-z0-9_]*$"))
+
+(assignment
+  left: (identifier) @bind.name
+  type: (type) @bind.type)
+
+; Fields: `self.store = Store()`, `self.store: Store = ...`, and a class body's
+; `store: Store` (dataclasses, attrs, pydantic): `self.store.put()` in any method of the
+; class is a call on that type.
+(assignment
+  left: (attribute
+    object: (identifier) @_self
+    attribute: (identifier) @bind.field)
+  right: (call
+    function: [
+      (identifier)
+      (attribute)
+    ] @bind.type)
+  (#eq? @_self "self")
+  (#match? @bind.type "^([A-Za-z_][A-Za-z0-9_]*\\.)*_?[A-Z][A-Za-z0-9_]*$"))
+
+(assignment
+  left: (attribute
+    object: (identifier) @_self
+    attribute: (identifier) @bind.field)
+  type: (type) @bind.type
+  (#eq? @_self "self"))
+
+(class_definition
+  body: (block
+    (expression_statement
+      (assignment
+        left: (identifier) @bind.field
+        type: (type) @bind.type))))

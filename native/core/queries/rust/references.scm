@@ -186,11 +186,66 @@
 (parameter
   pattern: (identifier) @bind.name
   type: [
-    (type_identifier)
-    (scoped_type_identifier)
+    (type_identifier) @bind.type
+    (scoped_type_identifier) @bind.type
+    ; The referenced type alone: `&'a Store` would compact to one word with its lifetime.
     (reference_type
       type: [
         (type_identifier)
         (scoped_type_identifier)
-      ])
-  ] @bind.type)
+      ] @bind.type)
+  ])
+
+; Variables declared with a type or built by their type (`let s: Store = ..`,
+; `let s = Store::new(..)`, `let s = Store::open(..)?`, `let s = Store { .. }`; a path in
+; CamelCase, so `let v = util::load()` binds nothing) and struct fields (`db: Db`,
+; `db: &'a Db`): a call on them, or on `self.db` in the type's impl, is a call on that type.
+(let_declaration
+  pattern: (identifier) @bind.name
+  type: [
+    (type_identifier) @bind.type
+    (scoped_type_identifier) @bind.type
+    ; The referenced type alone: `&'a Store` would compact to one word with its lifetime.
+    (reference_type
+      type: [
+        (type_identifier)
+        (scoped_type_identifier)
+      ] @bind.type)
+  ])
+
+(let_declaration
+  pattern: (identifier) @bind.name
+  value: [
+    (call_expression
+      function: (scoped_identifier
+        path: [
+          (identifier)
+          (scoped_identifier)
+        ] @bind.type))
+    (try_expression
+      (call_expression
+        function: (scoped_identifier
+          path: [
+            (identifier)
+            (scoped_identifier)
+          ] @bind.type)))
+    (struct_expression
+      name: [
+        (type_identifier)
+        (scoped_type_identifier)
+      ] @bind.type)
+  ]
+  (#match? @bind.type "(^|::)[A-Z][A-Za-z0-9_]*$"))
+
+(field_declaration
+  name: (field_identifier) @bind.field
+  type: [
+    (type_identifier) @bind.type
+    (scoped_type_identifier) @bind.type
+    ; The referenced type alone: `&'a Store` would compact to one word with its lifetime.
+    (reference_type
+      type: [
+        (type_identifier)
+        (scoped_type_identifier)
+      ] @bind.type)
+  ])

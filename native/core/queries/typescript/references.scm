@@ -90,3 +90,41 @@
       (nested_type_identifier)
       (union_type)
     ] @bind.type))
+
+; Variables and fields declared with a type (`let store: Store`, `private store: Store;`,
+; `constructor(private store: Store)`) or a class field constructed with `new`.
+(variable_declarator
+  name: (identifier) @bind.name
+  type: (type_annotation
+    [
+      (type_identifier)
+      (nested_type_identifier)
+      (union_type)
+    ] @bind.type))
+
+(public_field_definition
+  name: (property_identifier) @bind.field
+  type: (type_annotation
+    [
+      (type_identifier)
+      (nested_type_identifier)
+      (union_type)
+    ] @bind.type))
+
+(public_field_definition
+  name: (property_identifier) @bind.field
+  value: (new_expression
+    constructor: [
+      (identifier)
+      (member_expression)
+    ] @bind.type))
+
+(required_parameter
+  (accessibility_modifier)
+  pattern: (identifier) @bind.field
+  type: (type_annotation
+    [
+      (type_identifier)
+      (nested_type_identifier)
+      (union_type)
+    ] @bind.type))
