@@ -81,8 +81,9 @@ class CallEdge:
     path: str
     line: int
     confidence: Literal["resolved", "inferred", "unresolved"]
-    """``resolved``: traced through scope or imports; ``inferred``: the only definition of
-    that name; ``unresolved``: see ``reason``."""
+    """``resolved``: traced through scope, imports or the receiver's stated type
+    (``store: Store``, ``store = Store()``, a field declared so); ``inferred``: the only
+    definition of that name; ``unresolved``: see ``reason``."""
     reason: Literal["ambiguous", "external", "unknown"] | None
     external: str | None
     """The module an external call goes to."""

@@ -99,8 +99,9 @@ built from every file's calls, imports and inheritance. Use it before changing a
 behaviour or signature, to find what depends on it, or to follow what it does.
 
 Returns JSON with symbol, callers and callees (each edge: caller, callee, path and line of
-the call site, depth, and confidence: `resolved` = traced through scope or imports,
-`inferred` = the only definition of that name in the repository, `unresolved` with reason
+the call site, depth, and confidence: `resolved` = traced through scope, imports or the
+receiver's stated type, `inferred` = the only definition of that name in the repository,
+`unresolved` with reason
 `ambiguous` (candidates listed), `external` (a library module) or `unknown`), complete and
 note. An empty callers list means "no callers" only when complete is true; otherwise some
 calls could not be resolved and the note says how many."""

@@ -296,9 +296,9 @@ class CallGraph:
     """The call graph of one view at one generation: immutable, queried without the store.
 
     Nodes are definitions (plus one per file for its top level, kind ``module``); edges are
-    calls and inheritance, each ``resolved`` (through scope or imports), ``inferred`` (the
-    only definition of that name) or ``unresolved`` (``reason``: ambiguous, external,
-    unknown). An edge dict also has ``"from"``, the calling node (a keyword in Python).
+    calls and inheritance, each ``resolved`` (through scope, imports or a stated type),
+    ``inferred`` (the only definition of that name) or ``unresolved`` (``reason``: ambiguous,
+    external, unknown). An edge dict also has ``"from"``, the calling node (a keyword in Python).
     """
 
     def stats(self) -> GraphStatsDict: ...

@@ -59,7 +59,7 @@ impl GraphFile {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Confidence {
-    /// Traced through scope or imports.
+    /// Traced through scope, imports or the receiver's stated type.
     Resolved,
     /// The only definition of that name (and owner) in the repository.
     Inferred,
@@ -230,6 +230,9 @@ struct Lookup<'g> {
     by_dir_tail: HashMap<&'g str, Vec<&'g str>>,
     /// Class name -> (base name, base qualifier, file) from every inheritance reference.
     bases: HashMap<&'g str, Vec<(&'g str, u32)>>,
+    /// File -> the names it imports (alias, name, module; `*` for a wildcard), which it may
+    /// pass on: a package's `__init__.py`, an `index.js`.
+    imports_of: HashMap<u32, Vec<&'g Ref>>,
 }
 
 impl Graph {
@@ -782,6 +785,15 @@ impl<'g> Lookup<'g> {
                     .push((r.name.as_str(), file));
             }
         }
+        let mut imports_of: HashMap<u32, Vec<&Ref>> = HashMap::new();
+        for (file, rs) in (0_u32..).zip(refs) {
+            for r in rs
+                .iter()
+                .filter(|r| r.kind == RefKind::Import && !r.name.is_empty())
+            {
+                imports_of.entry(file).or_default().push(r);
+            }
+        }
         Lookup {
             files,
             nodes,
@@ -793,6 +805,7 @@ impl<'g> Lookup<'g> {
             by_dir,
             by_dir_tail,
             bases,
+            imports_of,
         }
     }
 
@@ -968,9 +981,12 @@ impl<'g> Lookup<'g> {
                 return found;
             }
         } else if let Some(ty) = self.declared_type(scope, from, q) {
-            // A parameter declared with a type: a call on that type. A type the graph
-            // cannot place (a builtin, a method of a base class) leaves the usual steps.
-            if let Some(found) = self.qualified(scope, ty, name) {
+            // A receiver of a stated type: a call on that type. A type the graph cannot
+            // place (a builtin, a method of a base class, a default export) leaves the
+            // usual steps.
+            if let Some(found) = self.qualified(scope, ty, name)
+                && !matches!(found.0, Target::Unknown)
+            {
                 return found;
             }
         } else if !q.contains('(') {
@@ -1017,8 +1033,8 @@ impl<'g> Lookup<'g> {
     /// The type `q` is declared with or constructed from: a parameter or variable of `from`
     /// or of a definition holding it, or of the file's top level (`store` in
     /// `def f(store: Store)`, `store = Store()`), or a field of the enclosing type
-    /// (`self.store`, `this.store`, Go's `s.store` on a receiver `s`, and a bare `store` where
-    /// a type's fields are in scope).
+    /// (`self.store`, `this.store`, `$this->store`, Ruby's `@store`, Go's `s.store` on a
+    /// receiver `s`, and a bare `store` where a type's fields are in scope).
     fn declared_type<'s>(&self, scope: &Scope<'s>, from: u32, q: &str) -> Option<&'s str> {
         if scope.binds.is_empty() {
             return None;
@@ -1031,10 +1047,15 @@ impl<'g> Lookup<'g> {
                 .and_then(|v| v.iter().find(|(v, _)| v == var))
                 .map(|(_, ty)| ty.as_str())
         };
-        let field = match q.split_once('.') {
+        let field = match q
+            .strip_prefix("$this->")
+            .map(|f| ("$this", f))
+            .or_else(|| q.strip_prefix('@').map(|f| ("@", f)))
+            .or_else(|| q.split_once('.'))
+        {
             Some((head, field))
                 if is_identifier(field)
-                    && (matches!(head, "self" | "this")
+                    && (matches!(head, "self" | "this" | "$this" | "@")
                         || self.is_go_receiver(scope, from, head, lang)) =>
             {
                 format!("{FIELD}{field}")
@@ -1225,9 +1246,13 @@ impl<'g> Lookup<'g> {
             if found.is_empty() {
                 found = self.exported(import, wanted);
             }
+            if found.is_empty() {
+                found = self.passed_on(&import.files, wanted, |f, name| self.top_level(f, name));
+            }
             return Some(match found.as_slice() {
                 [one] => (Target::Node(*one), Confidence::Resolved),
-                // In the repository but not found by name (a default export, a re-export).
+                // In the repository but not found by name (a default export, a name
+                // passed on through more than three files).
                 [] => (Target::Unknown, Confidence::Unresolved),
                 many => (ambiguous(many), Confidence::Unresolved),
             });
@@ -1257,6 +1282,50 @@ impl<'g> Lookup<'g> {
             [one] => Some((Target::Node(*one), Confidence::Resolved)),
             many => Some((ambiguous(many), Confidence::Unresolved)),
         }
+    }
+
+    /// What `files` import as `wanted` and pass on to whoever imports it from them
+    /// (`from .console import Console` in a package's `__init__.py`, `export { X } from './x'`,
+    /// a wildcard import), followed for a few files: `pick(file, name)` finds it where it
+    /// is defined (under its own name: `import A as B` passes on `B` defined as `A`).
+    fn passed_on(
+        &self,
+        files: &[u32],
+        wanted: &str,
+        pick: impl Fn(u32, &str) -> Vec<u32>,
+    ) -> Vec<u32> {
+        const MAX_HOPS: usize = 3;
+        let mut seen: HashSet<u32> = files.iter().copied().collect();
+        let mut frontier: Vec<(u32, String)> =
+            files.iter().map(|&f| (f, wanted.to_owned())).collect();
+        for _ in 0..MAX_HOPS {
+            let mut next = Vec::new();
+            for (file, wanted) in &frontier {
+                for r in self.imports_of.get(file).into_iter().flatten() {
+                    let name = if r.name == "*" {
+                        wanted.as_str()
+                    } else if r.alias == *wanted {
+                        r.name.as_str()
+                    } else {
+                        continue;
+                    };
+                    for f in self.module_files(*file, &r.qualifier) {
+                        let found = pick(f, name);
+                        if !found.is_empty() {
+                            return found;
+                        }
+                        if seen.insert(f) {
+                            next.push((f, name.to_owned()));
+                        }
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        Vec::new()
     }
 
     /// Members an import names through their owner: Java's `import static a.b.C.f`,
@@ -1495,6 +1564,18 @@ impl<'g> Lookup<'g> {
             for f in self.module_files(scope.file, &module) {
                 found.extend(self.top_level(f, name));
             }
+        }
+        if found.is_empty() && rest.is_empty() && !import.name.is_empty() && import.name != "*" {
+            // `from rich import Console`, where `rich/__init__.py` imports it from
+            // `.console`: the class's methods are where it is defined.
+            found = self.passed_on(&import.files, owner, |f, class| {
+                self.defs_of(f)
+                    .filter(|&d| {
+                        let n = self.node(d);
+                        n.name == name && n.owner == class
+                    })
+                    .collect()
+            });
         }
         match found.as_slice() {
             [one] => (Target::Node(*one), Confidence::Resolved),
@@ -1837,7 +1918,10 @@ impl<'g> Lookup<'g> {
         // file's own directory.
         let from_dir =
             matches!(f.language, Language::Bash | Language::Php) && module.starts_with('/');
-        let relative = from_dir || module.starts_with("./") || module.starts_with("../");
+        let relative = from_dir
+            || module.starts_with("./")
+            || module.starts_with("../")
+            || matches!(module, "." | "..");
         // C includes and Zig's `@import("util.zig")` are relative to the file first.
         let joined =
             if relative || matches!(f.language, Language::C | Language::Cpp | Language::Zig) {
@@ -1943,6 +2027,16 @@ fn ambiguous(candidates: &[u32]) -> Target {
 }
 
 fn external(import: &Import) -> Target {
+    // A relative module the repository does not hold (a `.json`, a skipped file) belongs to
+    // the repository, not to a library: where the call goes is unknown.
+    let module = import.module.as_str();
+    if module.starts_with('.')
+        || ["crate", "self", "super"]
+            .iter()
+            .any(|root| module == *root || module.starts_with(&format!("{root}::")))
+    {
+        return Target::Unknown;
+    }
     Target::External(if import.name.is_empty() || import.name == "*" {
         import.module.clone()
     } else {
@@ -2159,14 +2253,20 @@ fn with_extensions(base: &str, lang: Language) -> Vec<String> {
             out.push(format!("{stem}{ext}"));
         }
     }
+    // `require('../')` names the root folder: its index file is `index.js`, not `/index.js`.
+    let dir = if base.is_empty() {
+        String::new()
+    } else {
+        format!("{base}/")
+    };
     for ext in exts {
-        out.push(format!("{base}/index{ext}"));
+        out.push(format!("{dir}index{ext}"));
     }
     if lang == Language::Python {
-        out.push(format!("{base}/__init__.py"));
+        out.push(format!("{dir}__init__.py"));
     }
     if lang == Language::Lua {
-        out.push(format!("{base}/init.lua"));
+        out.push(format!("{dir}init.lua"));
     }
     out
 }
@@ -2192,5 +2292,8 @@ mod tests {
         let c = with_extensions("src/util.js", Language::TypeScript);
         assert!(c.contains(&"src/util.ts".to_owned()));
         assert!(c.contains(&"src/util.js/index.ts".to_owned()));
+        // `require('../')` from a folder of the root.
+        let root = with_extensions(&normalize("examples/../"), Language::JavaScript);
+        assert!(root.contains(&"index.js".to_owned()), "{root:?}");
     }
 }

@@ -236,7 +236,9 @@ impl Captured<'_> {
             return type_ref(RefKind::Bind, line, &one_type(&compact(ty))?, variable);
         }
         if let (Some((field, line)), Some(ty)) = (self.field, self.bound_type) {
-            let field = format!("{FIELD}{}", compact(field));
+            // PHP's `private Store $store` is reached as `$this->store`, Ruby's `@store` as
+            // itself.
+            let field = format!("{FIELD}{}", compact(field).trim_start_matches(['$', '@']));
             return type_ref(RefKind::Bind, line, &one_type(&compact(ty))?, &field);
         }
         None

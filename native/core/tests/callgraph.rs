@@ -600,6 +600,88 @@ fn variables_and_fields_built_or_declared_with_a_type_name_their_receivers() {
         (
             vec![
                 (
+                    "src/Store.cs",
+                    "namespace Shop\n{\n    public class Store\n    {\n        public int Put(int k) { return k; }\n    }\n\n    public class Cache\n    {\n        public int Put(int k) { return k; }\n    }\n}\n",
+                ),
+                (
+                    "src/Use.cs",
+                    "namespace Shop\n{\n    class Use\n    {\n        private readonly Store _kept;\n        public Store Shared { get; }\n\n        void Run(Store p)\n        {\n            _kept.Put(1);\n            this._kept.Put(2);\n            Shared.Put(3);\n            p.Put(4);\n            Store s = Make();\n            s.Put(5);\n            var v = new Store();\n            v.Put(6);\n            var w = Make();\n            w.Put(7);\n        }\n    }\n}\n",
+                ),
+            ],
+            vec![
+                ("Use.Run", "_kept.Put", "src.Store.Shop.Store.Put"),
+                ("Use.Run", "this._kept.Put", "src.Store.Shop.Store.Put"),
+                ("Use.Run", "Shared.Put", "src.Store.Shop.Store.Put"),
+                ("Use.Run", "p.Put", "src.Store.Shop.Store.Put"),
+                ("Use.Run", "s.Put", "src.Store.Shop.Store.Put"),
+                ("Use.Run", "v.Put", "src.Store.Shop.Store.Put"),
+                ("Use.Run", "w.Put", "ambiguous 2"),
+            ],
+        ),
+        (
+            vec![
+                (
+                    "src/Store.kt",
+                    "package shop\n\nclass Store {\n    fun put(k: Int): Int = k\n}\n\nclass Cache {\n    fun put(k: Int): Int = k\n}\n",
+                ),
+                (
+                    "src/Use.kt",
+                    "package shop\n\nclass Service(private val injected: Store) {\n    private val kept: Store = Store()\n    private val made = Store()\n\n    fun run() {\n        kept.put(1)\n        this.made.put(2)\n        injected.put(3)\n        other.put(4)\n    }\n}\n\nfun local(p: Store?) {\n    val s = Store()\n    val t: Store = make()\n    val u = make()\n    s.put(1)\n    t.put(2)\n    u.put(3)\n    p.put(4)\n}\n",
+                ),
+            ],
+            vec![
+                ("Service.run", "kept.put", "src.Store.put"),
+                ("Service.run", "this.made.put", "src.Store.put"),
+                ("Service.run", "injected.put", "src.Store.put"),
+                ("Service.run", "other.put", "ambiguous 2"),
+                ("local", "s.put", "src.Store.put"),
+                ("local", "t.put", "src.Store.put"),
+                ("local", "u.put", "ambiguous 2"),
+                ("local", "p.put", "src.Store.put"),
+            ],
+        ),
+        (
+            vec![
+                (
+                    "src/Store.php",
+                    "<?php\nnamespace App;\n\nclass Store\n{\n    public function put($k) { return $k; }\n}\n\nclass Cache\n{\n    public function put($k) { return $k; }\n}\n",
+                ),
+                (
+                    "src/Service.php",
+                    "<?php\nnamespace App;\n\nclass Service\n{\n    private Store $kept;\n    private $built;\n\n    public function __construct(private Store $injected)\n    {\n        $this->built = new Store();\n    }\n\n    public function run(?Store $p)\n    {\n        $this->kept->put(1);\n        $this->injected->put(2);\n        $this->built->put(3);\n        $this->other->put(4);\n        $p->put(5);\n        $s = new Store();\n        $s->put(6);\n        $u = make();\n        $u->put(7);\n    }\n}\n",
+                ),
+            ],
+            vec![
+                ("Service.run", "$this->kept.put", "src.Store.Store.put"),
+                ("Service.run", "$this->injected.put", "src.Store.Store.put"),
+                ("Service.run", "$this->built.put", "src.Store.Store.put"),
+                ("Service.run", "$this->other.put", "ambiguous 2"),
+                ("Service.run", "$p.put", "src.Store.Store.put"),
+                ("Service.run", "$s.put", "src.Store.Store.put"),
+                ("Service.run", "$u.put", "ambiguous 2"),
+            ],
+        ),
+        (
+            vec![
+                (
+                    "lib/store.rb",
+                    "class Store\n  def put(k)\n    k\n  end\nend\n\nclass Cache\n  def put(k)\n    k\n  end\nend\n",
+                ),
+                (
+                    "lib/service.rb",
+                    "require_relative \"store\"\n\nclass Service\n  def initialize\n    @store = Store.new\n  end\n\n  def run\n    @store.put(1)\n    @other.put(2)\n    s = Store.new\n    s.put(3)\n    u = make\n    u.put(4)\n  end\nend\n",
+                ),
+            ],
+            vec![
+                ("Service.run", "@store.put", "lib.store.Store.put"),
+                ("Service.run", "@other.put", "ambiguous 2"),
+                ("Service.run", "s.put", "lib.store.Store.put"),
+                ("Service.run", "u.put", "ambiguous 2"),
+            ],
+        ),
+        (
+            vec![
+                (
                     "src/shop/Store.java",
                     "package shop;\n\npublic class Store {\n    public int put(int k) {\n        return k;\n    }\n}\n",
                 ),
@@ -666,4 +748,136 @@ fn variables_and_fields_built_or_declared_with_a_type_name_their_receivers() {
             assert_eq!(found, [to], "{from}: {callee}");
         }
     }
+}
+
+#[test]
+fn a_require_of_the_parent_folder_reaches_its_index_file() {
+    // npm packages' examples load the package itself: `require('../')`, `require('..')`.
+    let graph = graph_of(&[
+        (
+            "index.js",
+            "class Command {\n  parse(argv) {\n    return argv;\n  }\n}\n\nmodule.exports = { Command };\n",
+        ),
+        (
+            "lib/other.js",
+            "class Parser {\n  parse(text) {\n    return text;\n  }\n}\n\nmodule.exports = { Parser };\n",
+        ),
+        (
+            "examples/slash.js",
+            "const { Command } = require('../');\n\nfunction main() {\n  const program = new Command();\n  program.parse(process.argv);\n}\n",
+        ),
+        (
+            "lib/command.js",
+            "class Runner {\n  start(argv) {\n    return argv;\n  }\n}\n\nclass Other {\n  start(argv) {\n    return argv;\n  }\n}\n\nmodule.exports = { Runner, Other };\n",
+        ),
+        (
+            "lib/index.js",
+            "const { Runner } = require('./command.js');\n\nmodule.exports = { Runner };\n",
+        ),
+        (
+            "examples/reexported.js",
+            "const { Runner } = require('../lib');\n\nfunction third() {\n  const runner = new Runner();\n  runner.start(process.argv);\n  runner.parse(process.argv);\n}\n",
+        ),
+        (
+            "examples/bare.js",
+            "const { Command } = require('..');\n\nfunction other() {\n  const program = new Command();\n  program.parse(process.argv);\n}\n",
+        ),
+    ]);
+    for from in ["main", "other"] {
+        let parse: Vec<(String, Confidence)> = callees(&graph, from)
+            .into_iter()
+            .filter(|(callee, _, _)| callee == "program.parse")
+            .map(|(_, to, confidence)| (to, confidence))
+            .collect();
+        assert_eq!(
+            parse,
+            [("Command.parse".to_owned(), Confidence::Resolved)],
+            "{from}"
+        );
+    }
+    // A class the index file only passes on (`require('./command.js')` then
+    // `module.exports`) is followed to where it is defined; a method it lacks is left to
+    // the steps after (two `parse` in the repository: ambiguous), never unknown.
+    let third: Vec<(String, String)> = callees(&graph, "third")
+        .into_iter()
+        .filter(|(callee, _, _)| callee.starts_with("runner."))
+        .map(|(callee, to, _)| (callee, to))
+        .collect();
+    assert_eq!(
+        third,
+        [
+            (
+                "runner.start".to_owned(),
+                "lib.command.Runner.start".to_owned()
+            ),
+            ("runner.parse".to_owned(), "ambiguous 2".to_owned()),
+        ]
+    );
+}
+
+#[test]
+fn a_name_a_package_passes_on_is_found_where_it_is_defined() {
+    // `pkg/__init__.py` imports names from its modules; importers name the package.
+    let graph = graph_of(&[
+        (
+            "pkg/__init__.py",
+            "from .console import Console\nfrom .console import Console as Terminal\nfrom .util import *\n",
+        ),
+        (
+            "pkg/console.py",
+            "class Console:\n    def print(self, text):\n        return text\n",
+        ),
+        ("pkg/util.py", "def helper():\n    return 1\n"),
+        (
+            "other/printer.py",
+            "class Printer:\n    def print(self, text):\n        return text\n",
+        ),
+        (
+            "app.py",
+            "from pkg import Console, Terminal, helper\n\n\ndef main():\n    c = Console()\n    c.print('x')\n    t = Terminal()\n    t.print('y')\n    helper()\n",
+        ),
+    ]);
+    let rows: Vec<(String, String, Confidence)> = callees(&graph, "main");
+    let console = "pkg.console.Console".to_owned();
+    let print = "pkg.console.Console.print".to_owned();
+    assert_eq!(
+        rows,
+        [
+            ("Console".to_owned(), console.clone(), Confidence::Resolved),
+            ("c.print".to_owned(), print.clone(), Confidence::Resolved),
+            ("Terminal".to_owned(), console, Confidence::Resolved),
+            ("t.print".to_owned(), print, Confidence::Resolved),
+            (
+                "helper".to_owned(),
+                "pkg.util.helper".to_owned(),
+                Confidence::Resolved
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_relative_module_the_repository_lacks_is_not_a_library() {
+    let graph = graph_of(&[(
+        "src/app.js",
+        "const data = require('./data.json');\nconst missing = require('../gone');\nconst pad = require('left-pad');\n\nfunction main() {\n  data.load();\n  missing.run();\n  pad.left();\n}\n",
+    )]);
+    let main = graph.find("main")[0];
+    let targets: Vec<(String, Target)> = graph
+        .callees(main)
+        .into_iter()
+        .map(|e| &graph.edges[e as usize])
+        .map(|e| (e.callee.clone(), e.target.clone()))
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            ("data.load".to_owned(), Target::Unknown),
+            ("missing.run".to_owned(), Target::Unknown),
+            (
+                "pad.left".to_owned(),
+                Target::External("left-pad".to_owned())
+            ),
+        ]
+    );
 }

@@ -85,3 +85,49 @@
       (primary_constructor_base_type
         type: (_))
     ] @inherit.base))
+
+; Parameters, locals, fields and properties declared with a type (`Store store`,
+; `Store s = Open();`, `var s = new Store();`, `private readonly Store _store;`,
+; `public Store Store { get; }`): a call on them, or on `this._store`, is a call on that type.
+(parameter
+  type: [
+    (identifier)
+    (qualified_name)
+  ] @bind.type
+  name: (identifier) @bind.name)
+
+(local_declaration_statement
+  (variable_declaration
+    type: [
+      (identifier)
+      (qualified_name)
+    ] @bind.type
+    (variable_declarator
+      name: (identifier) @bind.name)))
+
+(local_declaration_statement
+  (variable_declaration
+    type: (implicit_type)
+    (variable_declarator
+      name: (identifier) @bind.name
+      (object_creation_expression
+        type: [
+          (identifier)
+          (qualified_name)
+        ] @bind.type))))
+
+(field_declaration
+  (variable_declaration
+    type: [
+      (identifier)
+      (qualified_name)
+    ] @bind.type
+    (variable_declarator
+      name: (identifier) @bind.field)))
+
+(property_declaration
+  type: [
+    (identifier)
+    (qualified_name)
+  ] @bind.type
+  name: (identifier) @bind.field)

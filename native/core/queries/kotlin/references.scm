@@ -93,3 +93,63 @@
         (explicit_delegation
           (user_type) @inherit.base)
       ])))
+
+; Parameters, variables and properties declared with a type or built by a constructor call
+; (`s: Store`, `s: Store?`, `val s = Store()`, `private val store: Store`,
+; `class Service(private val store: Store)`): a call on them, or on `this.store`, is a call
+; on that type. A property of a class body is its field; any other is a variable.
+(parameter
+  (identifier) @bind.name
+  [
+    (user_type) @bind.type
+    (nullable_type
+      (user_type) @bind.type)
+  ])
+
+(property_declaration
+  (variable_declaration
+    (identifier) @bind.name
+    [
+      (user_type) @bind.type
+      (nullable_type
+        (user_type) @bind.type)
+    ]))
+
+((property_declaration
+  (variable_declaration
+    (identifier) @bind.name .)
+  (call_expression
+    .
+    (identifier) @bind.type
+    .
+    (value_arguments)))
+  (#match? @bind.type "^[A-Z]"))
+
+(class_body
+  (property_declaration
+    (variable_declaration
+      (identifier) @bind.field
+      [
+        (user_type) @bind.type
+        (nullable_type
+          (user_type) @bind.type)
+      ])))
+
+(class_body
+  ((property_declaration
+    (variable_declaration
+      (identifier) @bind.field .)
+    (call_expression
+      .
+      (identifier) @bind.type
+      .
+      (value_arguments)))
+    (#match? @bind.type "^[A-Z]")))
+
+(class_parameter
+  (identifier) @bind.field
+  [
+    (user_type) @bind.type
+    (nullable_type
+      (user_type) @bind.type)
+  ])

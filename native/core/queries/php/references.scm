@@ -174,3 +174,51 @@
         (name)
         (qualified_name)
       ] @inherit.base)))
+
+; Parameters, variables and properties declared with a class or built with `new`
+; (`Store $store`, `?Store $store`, `$store = new Store()`, `private Store $store;`,
+; `public function __construct(private Store $store)`, `$this->store = new Store()`): a call
+; on them, or on `$this->store`, is a call on that class.
+(simple_parameter
+  type: [
+    (named_type) @bind.type
+    (optional_type
+      (named_type) @bind.type)
+  ]
+  name: (variable_name) @bind.name)
+
+(property_promotion_parameter
+  type: [
+    (named_type) @bind.type
+    (optional_type
+      (named_type) @bind.type)
+  ]
+  name: (variable_name) @bind.field)
+
+(property_declaration
+  type: [
+    (named_type) @bind.type
+    (optional_type
+      (named_type) @bind.type)
+  ]
+  (property_element
+    name: (variable_name) @bind.field))
+
+(assignment_expression
+  left: (variable_name) @bind.name
+  right: (object_creation_expression
+    [
+      (name)
+      (qualified_name)
+    ] @bind.type))
+
+((assignment_expression
+  left: (member_access_expression
+    object: (variable_name) @_this
+    name: (name) @bind.field)
+  right: (object_creation_expression
+    [
+      (name)
+      (qualified_name)
+    ] @bind.type))
+  (#eq? @_this "$this"))

@@ -111,3 +111,18 @@
   (#kind? @_owner "class" "module")
   (#kind? @inherit.class "constant" "scope_resolution")
   (#kind? @inherit.base "constant" "scope_resolution"))
+
+; Variables and instance variables built with `new` (`store = Store.new`,
+; `@store = Shop::Store.new(path)`): a call on them is a call on that class.
+((assignment
+  left: [
+    (identifier) @bind.name
+    (instance_variable) @bind.field
+  ]
+  right: (call
+    receiver: [
+      (constant)
+      (scope_resolution)
+    ] @bind.type
+    method: (identifier) @_new))
+  (#eq? @_new "new"))
