@@ -845,7 +845,10 @@ impl<'g> Lookup<'g> {
             let mut at = self.enclosing(&unbound, r.line);
             // A field belongs to its type, whichever method assigns it.
             if r.alias.starts_with(FIELD) {
-                at = self.type_holding(at).unwrap_or(at);
+                let Some(ty) = self.type_holding(at) else {
+                    continue;
+                };
+                at = ty;
             }
             binds
                 .entry(at)
@@ -1102,7 +1105,7 @@ impl<'g> Lookup<'g> {
         })
     }
 
-    /// The innermost type-like definition holding `at`, or `at` itself.
+    /// The innermost type-like definition holding `at` (`at` itself if it is one).
     fn type_holding(&self, at: u32) -> Option<u32> {
         let mut at = Some(at);
         while let Some(d) = at {
@@ -1309,7 +1312,8 @@ impl<'g> Lookup<'g> {
                     } else {
                         continue;
                     };
-                    for f in self.module_files(*file, &r.qualifier) {
+                    // Resolved as the file's own imports are (`super::` in an inline `mod`).
+                    for f in self.module_files(*file, &self.inline_relative(*file, r)) {
                         let found = pick(f, name);
                         if !found.is_empty() {
                             return found;

@@ -238,7 +238,7 @@ impl Captured<'_> {
         if let (Some((field, line)), Some(ty)) = (self.field, self.bound_type) {
             // PHP's `private Store $store` is reached as `$this->store`, Ruby's `@store` as
             // itself.
-            let field = format!("{FIELD}{}", compact(field).trim_start_matches(['$', '@']));
+            let field = format!("{FIELD}{}", field.trim_start_matches(['$', '@']));
             return type_ref(RefKind::Bind, line, &one_type(&compact(ty))?, &field);
         }
         None
