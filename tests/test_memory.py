@@ -676,6 +676,28 @@ def test_fusion_keeps_a_clear_winner_of_one_channel_ahead() -> None:
     assert fused[0][0] == 2  # the rank fusion this replaced lets the vague record win
 
 
+def test_a_channel_sure_of_its_first_records_outvotes_one_whose_records_score_alike() -> None:
+    """Record 1 is one of two the lexical channel ranks far above the rest; the semantic
+    channel scores nearly everything alike, record 2 first by a hair and record 1 last.
+    Summed as shares of each channel's best, record 2 would win (0.8 + 1.0 against 1.0 +
+    0.5); each channel's vote scaled by its clarity, the sure channel decides."""
+    others = range(3, 23)
+    lexical = [(1, 2.0), (2, 1.6), *((key, 0.2) for key in others)]
+    semantic = [(2, 1.0), *((key, 0.98) for key in others), (1, 0.5)]
+    assert rank_module.clarity(lexical) > 0.8
+    assert rank_module.clarity(semantic) < 0.15
+    blended = rank_module.blend({"lexical": lexical, "semantic": semantic}, {})
+    assert [key for key, _ in blended[:2]] == [1, 2]
+    # Clarity scales a channel as a whole: one channel alone keeps its order, and one
+    # whose records all tie still counts, at the floor.
+    alone = rank_module.blend({"lexical": lexical}, {})
+    assert [key for key, _ in alone] == [key for key, _ in lexical]
+    flat = [(key, 1.0) for key in range(1, 6)]
+    assert rank_module.clarity(flat) == pytest.approx(0.05)
+    assert rank_module.clarity([(1, 3.0)]) == 1.0
+    assert all(score > 0 for _, score in rank_module.blend({"semantic": flat}, {}))
+
+
 def test_function_words_of_a_question_do_not_match(store: MemoryStore) -> None:
     """ "What did ... when ..." matches every question asked in a conversation; the answer
     shares the question's content words."""

@@ -27,6 +27,7 @@ __all__ = [
     "Lexicon",
     "blend",
     "build_lexicon",
+    "clarity",
     "favour",
     "label",
     "lexicon_from_bytes",
@@ -359,18 +360,40 @@ def _fuse(*rankings: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+_CLARITY_AT = 20
+"""How many of a channel's best records its clarity is read from (see ``clarity``)."""
+_CLARITY_FLOOR = 0.05
+"""The least clarity a channel's vote is scaled by: a channel whose first records all tie
+still counts a little."""
+
+
+def clarity(ranked: Sequence[tuple[int, float]]) -> float:
+    """How clearly a channel's best records stand out from the rest of its first
+    ``_CLARITY_AT`` (best first): 1 less their mean score as a share of the best. A channel
+    that ranks a few records far ahead is sure of them; one whose first twenty score alike
+    has no opinion on their order."""
+    if len(ranked) < 2 or ranked[0][1] <= 0:
+        return 1.0
+    best = ranked[0][1]
+    rest = ranked[1:_CLARITY_AT]
+    return max(_CLARITY_FLOOR, 1.0 - sum(score for _, score in rest) / (len(rest) * best))
+
+
 def blend(
     channels: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
 ) -> list[tuple[int, float]]:
     """The channels' scores, each as a share of its best, summed with their weights (1
-    unless ``weights`` says otherwise). Unlike reciprocal ranks, a clear winner of one
-    channel stays ahead of a record both channels found only vaguely."""
+    unless ``weights`` says otherwise) times the channel's ``clarity`` for this query.
+    Unlike reciprocal ranks, a clear winner of one channel stays ahead of a record both
+    channels found only vaguely; and a channel that is sure of its first records outvotes
+    one whose first records score alike (on LoCoMo the lexical channel, when the question
+    names what only a few turns say)."""
     scores: dict[int, float] = {}
     for name, ranked in channels.items():
         best = ranked[0][1] if ranked else 0.0
         if best <= 0:
             continue
-        weight = weights.get(name, 1.0)
+        weight = weights.get(name, 1.0) * clarity(ranked)
         for key, score in ranked:
             scores[key] = scores.get(key, 0.0) + weight * score / best
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
