@@ -522,7 +522,7 @@ def test_a_question_passes_more_of_its_score_to_its_reply(
     ]
     ids = _converse(store, said)
     ranked = [h.id for h in store.search("jazz concert", limit=4)]
-    assert ranked[:2] == [ids[2], ids[0]]  # the statement matches better
+    assert ranked[0] == ids[2]  # the statement matches better than the question
     if rule:
         assert ranked.index(ids[1]) < ranked.index(ids[3])
     else:  # the rule decides this ranking
@@ -655,6 +655,25 @@ def test_a_turn_is_read_with_the_turns_around_it(
         assert ranked.index(ids[2]) < ranked.index(ids[3])
     else:  # the rule decides this ranking
         assert ranked.index(ids[2]) > ranked.index(ids[3])
+
+
+def test_a_turn_that_asks_ranks_below_one_that_tells(store: MemoryStore) -> None:
+    """A question echoes the words of what it asks about, and holds no answer: the turns
+    that tell rank above it, though it matches more of the query's words, and its reply
+    still earns its share of the question's score."""
+    said = [
+        ("s1", "Ana: Sounds fun! What did you make in the pottery class?"),
+        ("s1", "Cam: A bowl."),
+        ("s2", "Cam: Weeks later I made a vase in the pottery class."),
+        ("s3", "Ana: The weather was lovely on Sunday."),
+        ("s3", "Cam: Work has been busy lately."),
+    ]
+    ids = _converse(store, said)
+    ranked = [h.id for h in store.search("What did they make in the pottery class?", limit=5)]
+    assert ranked.index(ids[2]) < ranked.index(ids[0])
+    assert ranked.index(ids[1]) < ranked.index(ids[0])
+    lexicon = store._text_index()
+    assert [lexicon.asks(key) for key in ids] == [True, False, False, False, False]
 
 
 def test_a_private_turn_lends_no_words_to_the_turns_around_it(store: MemoryStore) -> None:

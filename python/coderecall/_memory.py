@@ -658,6 +658,7 @@ class MemoryStore:
         ``include_private``).
         """
         from ._memory_rank import (
+            ASKING_WEIGHT,
             DEPTH,
             NAMED_WEIGHT,
             SEMANTIC_WEIGHT,
@@ -715,6 +716,7 @@ class MemoryStore:
         # at all (the semantic channel's farthest record), not a weak hit. Dropped before
         # `prefer` (which scores by rank alone); the order of the rest is unchanged.
         ranked = [(key, score) for key, score in ranked if score > 0]
+        ranked = favour(ranked, {key for key, _ in ranked if lexicon.asks(key)}, ASKING_WEIGHT)
         said = words(text)
         # By key: a rebuild for the next generation may be updating the lexicon meanwhile.
         labels = lexicon.labels
