@@ -777,21 +777,19 @@ impl<'g> Lookup<'g> {
             by_dir_tail.entry(tail).or_default().push(dir);
         }
         let mut bases: HashMap<&str, Vec<(&str, u32)>> = HashMap::new();
-        for (file, rs) in (0_u32..).zip(refs) {
-            for r in rs.iter().filter(|r| r.kind == RefKind::Inherit) {
-                bases
-                    .entry(r.alias.as_str())
-                    .or_default()
-                    .push((r.name.as_str(), file));
-            }
-        }
         let mut imports_of: HashMap<u32, Vec<&Ref>> = HashMap::new();
         for (file, rs) in (0_u32..).zip(refs) {
-            for r in rs
-                .iter()
-                .filter(|r| r.kind == RefKind::Import && !r.name.is_empty())
-            {
-                imports_of.entry(file).or_default().push(r);
+            for r in rs {
+                match r.kind {
+                    RefKind::Inherit => bases
+                        .entry(r.alias.as_str())
+                        .or_default()
+                        .push((r.name.as_str(), file)),
+                    RefKind::Import if !r.name.is_empty() => {
+                        imports_of.entry(file).or_default().push(r);
+                    }
+                    _ => {}
+                }
             }
         }
         Lookup {
@@ -2034,11 +2032,12 @@ fn external(import: &Import) -> Target {
     // A relative module the repository does not hold (a `.json`, a skipped file) belongs to
     // the repository, not to a library: where the call goes is unknown.
     let module = import.module.as_str();
-    if module.starts_with('.')
-        || ["crate", "self", "super"]
-            .iter()
-            .any(|root| module == *root || module.starts_with(&format!("{root}::")))
-    {
+    let rust_local = ["crate", "self", "super"].iter().any(|root| {
+        module
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+    });
+    if module.starts_with('.') || rust_local {
         return Target::Unknown;
     }
     Target::External(if import.name.is_empty() || import.name == "*" {
@@ -2299,5 +2298,34 @@ mod tests {
         // `require('../')` from a folder of the root.
         let root = with_extensions(&normalize("examples/../"), Language::JavaScript);
         assert!(root.contains(&"index.js".to_owned()), "{root:?}");
+    }
+
+    #[test]
+    fn only_a_module_outside_the_repository_is_external() {
+        let target = |module: &str| {
+            external(&Import {
+                name: "Thing".to_owned(),
+                alias: "Thing".to_owned(),
+                module: module.to_owned(),
+                files: Vec::new(),
+            })
+        };
+        for local in [
+            "./data.json",
+            "../gone",
+            "crate::gone",
+            "super::x",
+            "self",
+            "crate",
+        ] {
+            assert_eq!(target(local), Target::Unknown, "{local}");
+        }
+        for library in ["left-pad", "selfish", "crates_io::x", "superagent"] {
+            assert_eq!(
+                target(library),
+                Target::External(format!("{library}.Thing")),
+                "{library}"
+            );
+        }
     }
 }
