@@ -604,12 +604,26 @@ def test_a_query_waits_less_than_indexing_on_a_hung_server(
     assert time.monotonic() - started < 5, "not the 30 s an indexing batch may wait"
 
 
-def test_a_refused_connection_is_unavailable() -> None:
+def _closed_port() -> int:
     with socket.socket() as probe:  # a port that was free a moment ago
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    with connect("openai", f"http://127.0.0.1:{port}", dims=8, max_retries=1) as embedder:
-        with pytest.raises(ProviderUnavailableError, match="network error"):
+        return int(probe.getsockname()[1])
+
+
+def test_a_refused_connection_is_unavailable_after_one_retry() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    with connect("openai", url, dims=8, max_retries=6, backoff_base=0.01) as embedder:
+        with pytest.raises(ProviderUnavailableError, match="cannot connect") as caught:
+            embedder.embed_documents(["a"])
+        # Nothing listening is not fixed by waiting: one retry, not the six allowed.
+        assert embedder.usage.requests == 2
+    assert "2 attempts; check the network and embedding.base-url" in str(caught.value)
+
+
+def test_an_ollama_that_is_not_running_is_named() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    with connect("ollama", url, model="nomic-embed-text", dims=8) as embedder:
+        with pytest.raises(ProviderUnavailableError, match=r"`ollama serve`"):
             embedder.embed_documents(["a"])
         assert embedder.usage.requests == 2
 

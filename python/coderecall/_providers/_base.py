@@ -129,6 +129,8 @@ class RemoteEmbedder(abc.ABC):
     models: ClassVar[Mapping[str, ModelFacts]] = {}
     names_server: ClassVar[bool] = False
     """Whether the model id names the server: a self-hosted model name says little."""
+    unreachable_hint: ClassVar[str] = "check the network and embedding.base-url"
+    """What to check when no connection to the service can be opened."""
 
     provider: str
     model: str
@@ -175,6 +177,7 @@ class RemoteEmbedder(abc.ABC):
             headers=self._headers(key),
             secrets=secrets,
             auth_hint=self._auth_hint,
+            unreachable_hint=self.unreachable_hint,
             connect_timeout=settings.connect_timeout,
             read_timeout=settings.read_timeout,
             policy=RetryPolicy(settings.max_retries, settings.backoff_base, settings.backoff_max),

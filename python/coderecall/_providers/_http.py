@@ -3,10 +3,13 @@
 One :class:`Transport` serves one embedder and all its worker threads (an ``httpx.Client`` is
 thread-safe and pools connections). Its rules:
 
-* 408, 429, 5xx answers, connection errors and timeouts are retried up to ``max_retries``
+* 408, 429, 5xx answers, broken connections and timeouts are retried up to ``max_retries``
   times, after an exponential backoff with full jitter (a random wait between zero and
   ``backoff_base * 2**attempt``, capped at ``backoff_max``), so that many clients that failed
   together do not come back together;
+* a connection that cannot be opened (refused, host unknown, network unreachable) is retried
+  once: a server that is not running, or a machine that is offline, does not come back within
+  a backoff, and the whole retry budget would keep an index waiting for a minute;
 * a ``Retry-After`` (or ``retry-after-ms``) header replaces the backoff; a wait longer than
   ``backoff_max`` fails at once instead (a daily quota is not worth a sleeping thread), and so
   does one longer than a caller's ``max_wait`` (a search falls back to lexical hits instead);
@@ -48,6 +51,8 @@ __all__ = ["Counters", "RetryPolicy", "Transport", "display_host", "parse_retry_
 log = logging.getLogger("coderecall.providers")
 
 _EXCERPT_CHARS = 300
+_CONNECT_RETRIES = 1
+"""Retries of a connection that could not be opened: one for a server that is restarting."""
 """Enough of a server's error message to act on, short enough for one log line."""
 
 
@@ -131,6 +136,11 @@ def _seconds(value: str) -> float | None:
     return float(value)
 
 
+def _retries(failure: _Failure, policy: RetryPolicy) -> int:
+    """How many retries ``failure`` gets in all."""
+    return min(policy.max_retries, _CONNECT_RETRIES) if failure.unreachable else policy.max_retries
+
+
 @dataclass(frozen=True, slots=True)
 class _Failure:
     """A failed attempt that is worth another."""
@@ -138,6 +148,8 @@ class _Failure:
     reason: str
     status: int | None = None
     retry_after: float | None = None
+    unreachable: bool = False
+    """No connection could be opened: nothing answered at the host, or no route to it."""
 
 
 class Transport:
@@ -151,6 +163,7 @@ class Transport:
         headers: Mapping[str, str],
         secrets: Iterable[str],
         auth_hint: str,
+        unreachable_hint: str,
         connect_timeout: float,
         read_timeout: float,
         policy: RetryPolicy,
@@ -162,6 +175,7 @@ class Transport:
         self.host = display_host(base_url)
         self._secrets = tuple(secret for secret in secrets if secret)
         self._auth_hint = auth_hint
+        self._unreachable_hint = unreachable_hint
         self._read_timeout = read_timeout
         self._connect_timeout = connect_timeout
         self._policy = policy
@@ -220,7 +234,7 @@ class Transport:
                 outcome.reason,
                 self.host,
                 attempt + 1,
-                policy.max_retries,
+                _retries(outcome, policy),
                 wait,
                 " (Retry-After)" if outcome.retry_after is not None else "",
             )
@@ -233,6 +247,12 @@ class Transport:
 
     def _plan_wait(self, failure: _Failure, attempt: int, policy: RetryPolicy) -> float:
         """How long to wait before the next attempt, or raise when no attempt is left."""
+        if failure.unreachable and attempt >= _retries(failure, policy):
+            raise ProviderUnavailableError(
+                f"{self.provider}: {failure.reason} to {self.host}, {attempt + 1} "
+                f"attempt{'s' if attempt else ''}; {self._unreachable_hint}",
+                provider=self.provider,
+            )
         if attempt >= policy.max_retries:
             raise ProviderUnavailableError(
                 f"{self.provider}: {failure.reason} from {self.host}, still failing after "
@@ -293,6 +313,10 @@ class Transport:
             response = self._client.post(path, json=body, timeout=timeout)
         except httpx.TimeoutException as exc:
             failure = _Failure(self._describe_timeout(exc, read_timeout))
+        except httpx.ConnectError as exc:
+            failure = _Failure(
+                f"cannot connect ({type(exc).__name__}: {self._scrub(str(exc))})", unreachable=True
+            )
         except httpx.TransportError as exc:
             failure = _Failure(f"network error ({type(exc).__name__}: {self._scrub(str(exc))})")
         if failure is not None:

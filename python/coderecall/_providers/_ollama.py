@@ -29,6 +29,7 @@ class OllamaEmbedder(RemoteEmbedder):
     input_token_limit = 8_000
     default_concurrency = 2
     names_server = True
+    unreachable_hint = "is Ollama running (`ollama serve`), and is embedding.base-url its address?"
 
     def _prepare(self, text: str, kind: InputKind) -> str:
         if self.model.startswith("nomic-embed"):
