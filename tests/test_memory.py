@@ -729,6 +729,21 @@ def test_function_words_of_a_question_do_not_match(store: MemoryStore) -> None:
     assert store.search("what did they say", limit=1)[0].snippet.startswith("Mia: How did")
 
 
+def test_a_question_asked_about_lately_matches_what_it_asks_not_when(store: MemoryStore) -> None:
+    """ "Recently" says when a question is asked, not what about: with it, the short replies
+    that say "recently" outscore the long turn that names the workshop."""
+    store.add("Mia: Is that recent?", "observation")
+    store.add("Mia: Recently, yes!", "observation")
+    store.add("Mia: Lately I have been busy, recently too.", "observation")
+    answer = store.add(
+        "Mia: I'm still figuring out the details of the new job, but last Friday I went to a"
+        " counseling workshop downtown and it was inspiring to meet people who do this work.",
+        "observation",
+    ).record
+    assert answer is not None
+    assert store.search("What workshop did Mia attend recently?", limit=1)[0].id == answer.id
+
+
 def test_an_irregular_past_tense_answers_a_question_in_the_base_form(
     store: MemoryStore,
 ) -> None:

@@ -1,6 +1,8 @@
 """English function words: the words of a question that say how it is asked, not what
 about. They match every other turn of a conversation ("how did you ...", "what do you ..."),
-so a natural-language query searches better without them."""
+so a natural-language query searches better without them. So do the adverbs that place a
+question around now ("What workshop did Mia attend recently?"): they match every short reply
+that says "recently" or "lately", never what the question is about."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ _LIST = """
     theirs them themselves then there these they this those through to too under until up
     very was we were what when where which while who whom why will with would you your
     yours yourself yourselves
+    currently lately nowadays recently
 """
 STOP_WORDS = frozenset(_LIST.split())
 
