@@ -9,7 +9,7 @@ thread-safe and pools connections). Its rules:
   together do not come back together;
 * a connection that cannot be opened (refused, host unknown, network unreachable) is retried
   once: a server that is not running, or a machine that is offline, does not come back within
-  a backoff, and the whole retry budget would keep an index waiting for a minute;
+  a backoff, and the whole retry budget kept every index run waiting (16 s by default);
 * a ``Retry-After`` (or ``retry-after-ms``) header replaces the backoff; a wait longer than
   ``backoff_max`` fails at once instead (a daily quota is not worth a sleeping thread), and so
   does one longer than a caller's ``max_wait`` (a search falls back to lexical hits instead);
@@ -51,9 +51,10 @@ __all__ = ["Counters", "RetryPolicy", "Transport", "display_host", "parse_retry_
 log = logging.getLogger("coderecall.providers")
 
 _EXCERPT_CHARS = 300
-_CONNECT_RETRIES = 1
-"""Retries of a connection that could not be opened: one for a server that is restarting."""
 """Enough of a server's error message to act on, short enough for one log line."""
+
+_CONNECT_RETRIES = 1
+"""Retries of a connection that could not be opened: one, for a server that is restarting."""
 
 
 @dataclass(frozen=True, slots=True)
