@@ -166,6 +166,26 @@ def test_a_search_never_waits_on_a_provider_whose_model_stored_no_vectors(
         assert "semantic" in index.search(NATURAL)[0].channels
 
 
+def test_a_search_after_a_failed_index_run_says_why_there_are_no_vectors(
+    make_repo: MakeRepo, server: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Telling a user who has just run `coderecall index` to run it sends them in a circle.
+    root = make_repo(SAMPLE_PROJECT)
+    server.hook = lambda seen: Reply(503, {"error": {"message": "overloaded"}})
+    config = settings(server, max_retries=0)
+    with CodeIndex(root, config) as index:
+        report = index.index(progress=False)
+    assert report.embedding_error is not None
+    with CodeIndex(root, config) as index, caplog.at_level(logging.WARNING, "coderecall"):
+        assert index.search(NATURAL)
+    noted = [r.getMessage() for r in caplog.records if "no vectors of" in r.getMessage()]
+    assert len(noted) == 1
+    assert "the last index run could not embed" in noted[0]
+    assert "503" in noted[0]
+    assert "embeds the code" not in noted[0]
+    assert KEY not in noted[0]
+
+
 def test_estimate_sends_nothing_and_prices_the_pending_tokens(
     make_repo: MakeRepo, server: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -474,6 +474,15 @@ class CodeIndex:
             pending = total - done
         return _Embedded(choice.model_id, done, pending, error, notices)
 
+    def _why_no_vectors(self, native: NativeIndex) -> str:
+        """What to do about a model with no vectors: run an index, or, when the last run
+        could not embed, what stopped it (a user who just indexed is not told to index)."""
+        stored = native.get_meta(self._meta_key("last_report"))
+        error = json.loads(stored).get("embedding_error") if stored else None
+        if error:
+            return f"; the last index run could not embed: {error} (`coderecall index` retries)"
+        return " (`coderecall index` embeds the code)"
+
     def _drop_engine(self, choice: EmbeddingChoice) -> None:
         """Forgets ``choice`` (a remote model that changed width) so that the next index run
         chooses the engine again and checks the model's width."""
@@ -502,9 +511,9 @@ class CodeIndex:
                 choice.close()
                 if self._unprobed is None:
                     _log.warning(
-                        "semantic channel unavailable, searching lexically: no vectors of %s "
-                        "yet (`coderecall index` embeds the code)",
+                        "semantic channel unavailable, searching lexically: no vectors of %s yet%s",
                         choice.model,
+                        self._why_no_vectors(native),
                     )
                 self._unprobed = (recorded, choice)
                 return choice

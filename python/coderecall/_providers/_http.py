@@ -249,16 +249,17 @@ class Transport:
     def _plan_wait(self, failure: _Failure, attempt: int, policy: RetryPolicy) -> float:
         """How long to wait before the next attempt, or raise when no attempt is left."""
         if attempt >= _retries(failure, policy):
+            attempts = f"{attempt + 1} attempt{'s' if attempt else ''}"
             if failure.unreachable:
                 message = (
-                    f"{self.provider}: {failure.reason} to {self.host}, {attempt + 1} "
-                    f"attempt{'s' if attempt else ''}; {self._unreachable_hint}"
+                    f"{self.provider}: {failure.reason} to {self.host}, {attempts}; "
+                    f"{self._unreachable_hint}"
                 )
             else:
                 message = (
-                    f"{self.provider}: {failure.reason} from {self.host}, still failing after "
-                    f"{attempt + 1} attempts; check the network and the service's status, or "
-                    "raise embedding.max-retries / embedding.read-timeout"
+                    f"{self.provider}: {failure.reason} from {self.host} after {attempts}; "
+                    "check the network and the service's status, or raise "
+                    "embedding.max-retries / embedding.read-timeout"
                 )
             raise ProviderUnavailableError(message, provider=self.provider, status=failure.status)
         if failure.retry_after is None:
