@@ -106,15 +106,17 @@ def test_fts5_query_quotes_every_word() -> None:
     assert child.fts5_query('parse "args" NEAR') == '"parse" OR """args""" OR "NEAR"'
 
 
-def _row(label: str, ours: float, tantivy_bytes: int) -> Row:
-    latency = {"identifier": Latency(200, 0.5, 0.9, 1.2), "natural": Latency(200, 0.8, 1, 2)}
+def _row(
+    label: str, ours: float, tantivy_bytes: int, chunks: int = 120_000, p50: float = 0.5
+) -> Row:
+    latency = {"identifier": Latency(200, p50, 0.9, 1.2), "natural": Latency(200, 0.8, 1, 2)}
     return Row(
         label=label,
         source="hand-made",
         files=10,
         bytes=2_000_000,
         lines=50_000,
-        chunks=120_000,
+        chunks=chunks,
         noop_seconds=0.01,
         noop_reparsed=0,
         edit_file="a.py",
@@ -156,6 +158,25 @@ def test_render_shows_ratios_and_targets() -> None:
     assert "| 1.0 MB/s/core (small) | **no** |" in text
     assert "| 200 identifier |" in text
     assert "n/a" in text  # ripgrep is missing: a cell, not a crash
+
+
+def test_the_query_target_is_judged_at_the_size_it_names() -> None:
+    # The smallest tree of at least 100k chunks decides; a larger one is shown beside it.
+    rows = [
+        _row("medium", 1.0, 1_000_000, chunks=4_000, p50=0.2),
+        _row("target", 1.0, 1_000_000, chunks=107_000, p50=0.9),
+        _row("large", 1.0, 1_000_000, chunks=152_000, p50=1.3),
+    ]
+    header = {"date": "d", "machine": "m", "python": "p", "coderecall": "c", "baselines": "b"}
+    results = Results(header=header, runs=1, rows=rows, many=None, cores=2)
+    line = next(x for x in render(results).splitlines() if x.startswith("| warm lexical query"))
+    assert (
+        "0.900 / 0.800 ms (target, 107,000 chunks); 1.30 / 0.800 ms (large, 152,000 chunks)" in line
+    )
+    assert line.endswith("| yes |")
+    results = Results(header=header, runs=1, rows=[rows[0], rows[2]], many=None, cores=2)
+    line = next(x for x in render(results).splitlines() if x.startswith("| warm lexical query"))
+    assert "(large, 152,000 chunks) | **no** |" in line
 
 
 def test_quick_run_in_process(
@@ -209,6 +230,25 @@ def test_corpus_rows_without_network(
     assert any("below the 1M-line goal" in note for note in notes)
     again = run.corpus_targets(True, tmp_path / "cache", [], lambda _: None)
     assert again[2].root == targets[2].root
+
+
+def test_a_full_run_adds_the_target_row(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --quick, a row of every corpus but the largest sits between medium and large."""
+    made = []
+    for name, copies in (("tiny", 1), ("mid", 2), ("big", 4)):
+        root = tmp_path / name
+        for number in range(copies):
+            (root / str(number)).mkdir(parents=True)
+            (root / str(number) / "client.py").write_text(PYTHON)
+        made.append(corpora.Corpus(name, "python", "1.0", root, "test", "0" * 64))
+    monkeypatch.setattr(corpora, "fetch", lambda **_: made)
+    targets = run.corpus_targets(False, tmp_path / "cache", [], lambda _: None)
+    assert [t.label for t in targets] == ["small", "medium", "target", "large"]
+    assert sorted(p.name for p in targets[2].root.iterdir()) == ["mid", "tiny"]
+    assert "without big" in targets[2].source
+    assert sorted(p.name for p in targets[3].root.iterdir()) == ["big", "mid", "tiny"]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the native module is an ELF file on Linux")

@@ -216,13 +216,20 @@ def _targets(results: Results) -> str:
         met = _met(many.noop_seconds < 0.3) if many.files >= 10_000 else "n/a (under 10k files)"
         rows.append(["no-op re-index of a 10k-file tree", "< 0.3 s", measured, met])
     if results.rows:
+        # Judged on the smallest tree of at least 100k chunks, the size the target names; the
+        # largest tree's numbers follow when it is another.
         most = max(results.rows, key=lambda r: r.chunks)
-        p50s = [most.ours.latency[f].p50 for f in FAMILY_NAMES if f in most.ours.latency]
-        if p50s:
-            measured = (
-                " / ".join(fmt_ms(p) for p in p50s) + f" ms ({most.label}, {most.chunks:,} chunks)"
-            )
-            met = _met(max(p50s) < 1) if most.chunks >= 100_000 else "n/a (under 100k chunks)"
+        judged = min(
+            (r for r in results.rows if r.chunks >= 100_000), key=lambda r: r.chunks, default=most
+        )
+        measured = "; ".join(
+            f"{_p50s(r)} ms ({r.label}, {r.chunks:,} chunks)"
+            for r in ([judged] if judged is most else [judged, most])
+            if _p50s(r)
+        )
+        if measured:
+            p50s = [judged.ours.latency[f].p50 for f in FAMILY_NAMES if f in judged.ours.latency]
+            met = _met(max(p50s) < 1) if judged.chunks >= 100_000 else "n/a (under 100k chunks)"
             rows.append([
                 "warm lexical query p50 (identifier / natural language)",
                 "< 1 ms at 100k chunks", measured, met,
@@ -241,6 +248,12 @@ def _targets(results: Results) -> str:
         else:
             rows.append(["index size vs tantivy", "<= 1.0x", "n/a (tantivy missing)", "n/a"])
     return table(["target", "DESIGN", "measured", "met"], rows, text=4)
+
+
+def _p50s(row: Row) -> str:
+    """The row's query medians, one per family, as ``a / b``."""
+    latency = row.ours.latency
+    return " / ".join(fmt_ms(latency[f].p50) for f in FAMILY_NAMES if f in latency)
 
 
 def _met(ok: bool) -> str:
