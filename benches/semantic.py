@@ -127,8 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     notes: list[str] = []
     targets = corpus_targets(args.quick, args.cache, notes, log)
-    sized = [t for t in targets if t.label == "target"] or targets[-1:]
-    tree = targets[1] if args.quick else sized[0]
+    named = next((t for t in targets if t.label == "target"), targets[-1])
+    tree = targets[1] if args.quick else named
     cache = speed_cache(args.cache)
     transformer_path = transformer_folder(args.transformer)
     static_path = static_folder(args.static, transformer_path, targets[0].root, cache)

@@ -478,7 +478,10 @@ class CodeIndex:
         """What to do about a model with no vectors: run an index, or, when the last run
         could not embed, what stopped it (a user who just indexed is not told to index)."""
         stored = native.get_meta(self._meta_key("last_report"))
-        error = json.loads(stored).get("embedding_error") if stored else None
+        try:
+            error = json.loads(stored).get("embedding_error") if stored else None
+        except (ValueError, AttributeError):  # a damaged report must not fail a search
+            error = None
         if error:
             return f"; the last index run could not embed: {error} (`coderecall index` retries)"
         return " (`coderecall index` embeds the code)"
