@@ -203,17 +203,23 @@ def test_quick_run_in_process(
     assert data["many"]["files"] == 20
 
 
+def _corpora(folder: Path, **copies: int) -> list[corpora.Corpus]:
+    """One corpus per name, holding that many copies of a Python file (sizes grow with it)."""
+    made = []
+    for name, count in copies.items():
+        root = folder / name
+        for number in range(count):
+            (root / str(number)).mkdir(parents=True)
+            (root / str(number) / "client.py").write_text(PYTHON)
+        made.append(corpora.Corpus(name, "python", "1.0", root, "test", "0" * 64))
+    return made
+
+
 def test_corpus_rows_without_network(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Small and medium are single corpora, large is a copy of all of them, reused next time."""
-    made = []
-    for name, copies in (("tiny", 1), ("big", 4)):
-        root = tmp_path / name
-        for number in range(copies):
-            (root / str(number)).mkdir(parents=True)
-            (root / str(number) / "client.py").write_text(PYTHON)
-        made.append(corpora.Corpus(name, "python", "1.0", root, "test", "0" * 64))
+    made = _corpora(tmp_path, tiny=1, big=4)
 
     def fetch(*, quick: bool, cache: Path | None, log: Callable[[str], None]) -> list[Any]:
         log("big: substitute for huge (not packaged)")
@@ -236,13 +242,7 @@ def test_a_full_run_adds_the_target_row(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without --quick, a row of every corpus but the largest sits between medium and large."""
-    made = []
-    for name, copies in (("tiny", 1), ("mid", 2), ("big", 4)):
-        root = tmp_path / name
-        for number in range(copies):
-            (root / str(number)).mkdir(parents=True)
-            (root / str(number) / "client.py").write_text(PYTHON)
-        made.append(corpora.Corpus(name, "python", "1.0", root, "test", "0" * 64))
+    made = _corpora(tmp_path, tiny=1, mid=2, big=4)
     monkeypatch.setattr(corpora, "fetch", lambda **_: made)
     targets = run.corpus_targets(False, tmp_path / "cache", [], lambda _: None)
     assert [t.label for t in targets] == ["small", "medium", "target", "large"]

@@ -474,15 +474,23 @@ class CodeIndex:
             pending = total - done
         return _Embedded(choice.model_id, done, pending, error, notices)
 
+    def _last_report(self, native: NativeIndex) -> IndexReport | None:
+        """The report of this root's last full index run, if one is stored and reads back
+        (a damaged one is no reason to fail a status or a search)."""
+        stored = native.get_meta(self._meta_key("last_report"))
+        if not stored:
+            return None
+        try:
+            return IndexReport.from_dict(json.loads(stored))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+
     def _why_no_vectors(self, native: NativeIndex) -> str:
         """What to do about a model with no vectors: run an index, or, when the last run
         could not embed, what stopped it (a user who just indexed is not told to index)."""
-        stored = native.get_meta(self._meta_key("last_report"))
-        try:
-            error = json.loads(stored).get("embedding_error") if stored else None
-        except (ValueError, AttributeError):  # a damaged report must not fail a search
-            error = None
-        if error:
+        report = self._last_report(native)
+        if report is not None and report.embedding_error:
+            error = report.embedding_error
             return f"; the last index run could not embed: {error} (`coderecall index` retries)"
         return " (`coderecall index` embeds the code)"
 
@@ -925,7 +933,6 @@ class CodeIndex:
             )
         counts = native.status()
         last_indexed = native.get_meta(self._meta_key("last_indexed"))
-        last_report = native.get_meta(self._meta_key("last_report"))
         model = _recorded_embedding(native).get("model_id")
         model = model if isinstance(model, str) else None
         return IndexStatus(
@@ -941,7 +948,7 @@ class CodeIndex:
             db_bytes=counts["db_bytes"],
             lexical_bytes=counts["lexical_bytes"],
             last_indexed=datetime.fromisoformat(last_indexed) if last_indexed else None,
-            last_report=IndexReport.from_dict(json.loads(last_report)) if last_report else None,
+            last_report=self._last_report(native),
             embedding_model=model,
             vectors=native.vector_count(model) if model is not None else 0,
         )
