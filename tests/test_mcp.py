@@ -644,6 +644,29 @@ def test_one_item_past_the_cap_is_shortened_not_dropped(
         assert json.loads(asked)["results"]
 
 
+def test_two_long_texts_are_both_cut_as_far_as_the_cap_needs(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pasted question and a long record, each cut once to its share of the first
+    estimate, may still not fit together: the longer is cut again rather than the whole
+    answer replaced by a note."""
+    monkeypatch.setenv("CODERECALL_MEMORY", str(tmp_path / "memory.db"))
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root, {"embedding_provider": "none"}) as index:
+        index.index(progress=False)
+        service = ready(McpService(index))
+        words = " ".join(f"ledger{n}" for n in range(9_000))  # 83,889 characters
+        added = json.loads(service.memory_add(words, "observation", "project", None, None, False))
+        assert added["record"]["text"].endswith(" … (cut to fit mcp-token-cap)")
+        asked = service.ask(words, 5)
+        assert count_tokens(asked) <= service.token_cap
+        answer = json.loads(asked)
+        assert answer["truncated"] is True
+        (memory,) = [r for r in answer["results"] if r["source"] == "memory"]
+        assert memory["text"].startswith("ledger0 ledger1")
+        assert answer["question"].startswith("ledger0 ledger1")
+
+
 def test_input_schemas_state_the_bounds_the_tools_enforce(make_repo: MakeRepo) -> None:
     root = make_repo(SAMPLE_PROJECT)
     with CodeIndex(root, {"embedding_provider": "none"}) as index:

@@ -569,7 +569,9 @@ _MIN_KEPT_CHARS = 200
 
 def _shrink(data: dict[str, Any], cap: int) -> bool:
     """Shortens the longest texts of ``data`` in place until its JSON fits ``cap`` tokens;
-    whether it does. Each cut text ends with a mark saying so, and ``truncated`` is set."""
+    whether it does. Each cut text ends with a mark saying so, and ``truncated`` is set.
+    A text may be cut again: two long texts (a pasted question and a long function) may
+    each need to give up more than their share of the first estimate."""
     for _ in range(24):
         tokens = count_tokens(_dumps(data))
         if tokens <= cap:
@@ -578,6 +580,7 @@ def _shrink(data: dict[str, Any], cap: int) -> bool:
         if found is None:
             return False
         holder, key, text = found
+        text = text.removesuffix(_CUT_MARK)
         keep = int(len(text) * cap / tokens * 0.9)
         if keep < _MIN_KEPT_CHARS:
             return False
@@ -588,12 +591,12 @@ def _shrink(data: dict[str, Any], cap: int) -> bool:
 
 def _longest_text(node: Any) -> tuple[Any, Any, str] | None:
     """The container, key and value of the longest string in ``node`` (dicts and lists, at
-    any depth) that is not cut already and is worth cutting."""
+    any depth) that is worth cutting."""
     best: tuple[Any, Any, str] | None = None
     items = node.items() if isinstance(node, dict) else enumerate(node)
     for key, value in items:
         if isinstance(value, str):
-            long = len(value) > _MIN_KEPT_CHARS * 2 and not value.endswith(_CUT_MARK)
+            long = len(value) > _MIN_KEPT_CHARS * 2
             if long and (best is None or len(value) > len(best[2])):
                 best = (node, key, value)
         elif isinstance(value, (dict, list)):
