@@ -433,8 +433,9 @@ def evaluate(
 
 
 #: Ranking rules that 0 turns off: the additive neighbours' share, the phrase rule (1 + weight x
-#: share), and the per-file cap's overflow factor (0: the cap drops what lies past it).
-OFF_AT_ZERO = frozenset({"neighbours", "per_file_overflow", "phrase"})
+#: share), the per-file cap's overflow factor (0: the cap drops what lies past it), and the
+#: horizon of folded windows (0: none fold).
+OFF_AT_ZERO = frozenset({"neighbours", "per_file_overflow", "phrase", "fold_windows"})
 
 
 def run_ablations(

@@ -598,7 +598,9 @@ class CodeIndex:
         ``query`` may be an identifier, a path fragment or plain words. ``limit`` defaults
         to the configured ``limit``. ``language``, ``directory`` (relative to the root, or
         absolute inside it) and ``kind`` each take one value or several and keep only
-        matching chunks. An index that was never built is built first.
+        matching chunks. An index that was never built is built first. A unit too long for
+        one chunk is split into overlapping windows: for plain words, neighbouring windows of
+        one unit among the first ten candidates show as one hit that spans them.
 
         ``source`` picks what is searched: ``None`` (the default) the code and every
         knowledge base, ``"code"`` the code alone, ``"kb"`` every knowledge base, or the

@@ -409,48 +409,146 @@ fn in_file_order(scored: &mut [(f32, (u64, Channels))], lx: &Lexical, query: &Qu
     }
 }
 
+/// The first window of the unit whose window `key` is. Windows of one unit (a function too
+/// long for one chunk) are consecutive chunks of its file with its path and kind (two
+/// overloads with other code between them stay apart, and so do a Rust struct and the
+/// `impl` block after it); any other chunk is its own.
+fn unit_head(lx: &Lexical, mut key: u64) -> u64 {
+    while let Some(doc) = lx.docs.get(&key)
+        && !doc.local_path.is_empty()
+        && let Some(before) = ordinal_of(key)
+            .checked_sub(1)
+            .map(|o| doc_key(path_id_of(key), o))
+        && let Some(previous) = lx.docs.get(&before)
+        && previous.local_path == doc.local_path
+        && previous.kind == doc.kind
+    {
+        key = before;
+    }
+    key
+}
+
 /// Lowers all but the first (best) window of a unit split into several (a long function):
 /// a name asks for the definition once, and its other windows, scored alike, would fill the
 /// page. `scored` must be in rank order; it is left in rank order.
-/// Windows of one unit are consecutive chunks of its file with its path and kind (two
-/// overloads with other code between them stay apart, and so do a Rust struct and the
-/// `impl` block after it).
 fn one_hit_per_unit(scored: &mut [(f32, (u64, Channels))], lx: &Lexical) {
-    let head = |key: u64| {
-        let mut key = key;
-        while let Some(doc) = lx.docs.get(&key)
-            && !doc.local_path.is_empty()
-            && let Some(before) = ordinal_of(key)
-                .checked_sub(1)
-                .map(|o| doc_key(path_id_of(key), o))
-            && let Some(previous) = lx.docs.get(&before)
-            && previous.local_path == doc.local_path
-            && previous.kind == doc.kind
-        {
-            key = before;
-        }
-        key
-    };
     let mut seen = std::collections::HashSet::new();
     for (score, (key, _)) in scored.iter_mut() {
-        if !seen.insert(head(*key)) {
+        if !seen.insert(unit_head(lx, *key)) {
             *score *= UNIT_REPEAT;
         }
     }
+}
+
+/// The first and last window of each hit that stands for several windows of one unit, by
+/// the key of its best window.
+type Spans = HashMap<u64, (u64, u64)>;
+
+/// Scored chunk keys with the channels that found them.
+type Ranked = Vec<(f32, (u64, Channels))>;
+
+/// Whether chunk `next` is the window after chunk `key` in one unit split for length: the
+/// unit's windows overlap by a few lines, which tells them from overloads of one name
+/// written one after the other.
+fn next_window(lx: &Lexical, key: u64, next: u64) -> bool {
+    match (lx.docs.get(&key), lx.docs.get(&next)) {
+        (Some(a), Some(b)) => {
+            path_id_of(key) == path_id_of(next)
+                && ordinal_of(key).checked_add(1) == Some(ordinal_of(next))
+                && !a.local_path.is_empty()
+                && a.local_path == b.local_path
+                && a.kind == b.kind
+                && b.start_line <= a.end_line
+        }
+        _ => false,
+    }
+}
+
+/// The first `limit` of `ranked` (in rank order), with each window among the first
+/// `horizon` that meets a better-ranked hit of its unit (the window just before or after
+/// what that hit spans) folded into that hit instead of taking a place of its own. A
+/// sentence lifts each window by its neighbours' scores, so a long function's windows took
+/// two or three of the first ten places with one piece of code; folded, the function shows
+/// once, as far as its ranked windows reach, and the places go to other code. The horizon
+/// bounds how far a hit grows, and being fixed, it keeps the first results of a smaller
+/// limit those of a larger one.
+fn fold_windows(ranked: Ranked, lx: &Lexical, horizon: usize, limit: usize) -> (Ranked, Spans) {
+    let mut kept: Ranked = Vec::with_capacity(limit.min(ranked.len()));
+    let mut spans = Spans::new();
+    // The hit whose span starts or ends at a key, by that key.
+    let mut edge: HashMap<u64, usize> = HashMap::new();
+    for (rank, (score, (key, channels))) in ranked.into_iter().enumerate() {
+        if rank >= horizon && kept.len() >= limit {
+            break;
+        }
+        let ordinal = ordinal_of(key);
+        let before = ordinal.checked_sub(1).map(|o| doc_key(path_id_of(key), o));
+        let after = ordinal.checked_add(1).map(|o| doc_key(path_id_of(key), o));
+        let joined = before
+            .filter(|&b| rank < horizon && next_window(lx, b, key))
+            .and_then(|b| edge.get(&b).map(|&i| (i, b, true)))
+            .or_else(|| {
+                after
+                    .filter(|&a| rank < horizon && next_window(lx, key, a))
+                    .and_then(|a| edge.get(&a).map(|&i| (i, a, false)))
+            });
+        if let Some((i, neighbour, extends_end)) = joined {
+            let best = kept[i].1.0;
+            let (first, last) = spans.get(&best).copied().unwrap_or((best, best));
+            // Only the span's own ends grow: a neighbour inside it is not an end.
+            if (extends_end && neighbour == last) || (!extends_end && neighbour == first) {
+                if first != last {
+                    edge.remove(&neighbour);
+                }
+                edge.insert(key, i);
+                spans.insert(
+                    best,
+                    if extends_end {
+                        (first, key)
+                    } else {
+                        (key, last)
+                    },
+                );
+                let hit = &mut kept[i].1.1;
+                hit.lexical |= channels.lexical;
+                hit.semantic |= channels.semantic;
+                continue;
+            }
+        }
+        if rank < horizon {
+            edge.insert(key, kept.len());
+        }
+        kept.push((score, (key, channels)));
+    }
+    kept.truncate(limit);
+    spans.retain(|best, _| kept.iter().any(|(_, (key, _))| key == best));
+    (kept, spans)
 }
 
 /// What a unit's further windows keep of their score (see [`one_hit_per_unit`]): they stay
 /// in the results, mostly after whatever else matched.
 const UNIT_REPEAT: f32 = 0.01;
 
-/// The request's results: its per-file cap applied to scored chunk keys, best first.
+/// How a search treats the windows of a unit split for length (see [`unit_head`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Windows {
+    /// Each window is a hit of its own.
+    Apart,
+    /// All but the best lowered ([`one_hit_per_unit`]): a name asks for its definition once.
+    Demoted,
+    /// Neighbouring windows among the results shown as one hit ([`fold_windows`]).
+    Folded,
+}
+
+/// The request's results: its per-file cap applied to scored chunk keys, best first, with
+/// the spans of the hits that fold several windows.
 fn per_file_cap(
-    mut scored: Vec<(f32, (u64, Channels))>,
+    mut scored: Ranked,
     req: &SearchRequest,
     weights: &Weights,
     lx: &Lexical,
-    one_per_unit: bool,
-) -> Vec<(f32, (u64, Channels))> {
+    windows: Windows,
+) -> (Ranked, Spans) {
     // Equal scores go in path and line order: document keys differ between two builds of
     // one tree, and the same index must rank alike however it was built. (`diversify` sorts
     // stably by score.)
@@ -463,17 +561,28 @@ fn per_file_cap(
             .then_with(|| position(a.1.0).cmp(&position(b.1.0)))
     };
     scored.sort_by(order);
-    if one_per_unit {
+    if windows == Windows::Demoted {
         one_hit_per_unit(&mut scored, lx);
         scored.sort_by(order);
     }
-    diversify(
+    // A weight is finite and not negative (`Weights::set`): the cast only rounds.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let horizon = match windows {
+        Windows::Folded => weights.fold_windows.round() as usize,
+        _ => 0,
+    };
+    let ranked = diversify(
         scored,
         |(key, _)| path_id_of(*key),
         req.per_file,
         weights.per_file_overflow,
-        req.limit,
-    )
+        if horizon > 0 { usize::MAX } else { req.limit },
+    );
+    if horizon > 0 {
+        fold_windows(ranked, lx, horizon, req.limit)
+    } else {
+        (ranked, Spans::new())
+    }
 }
 
 fn ordinal_of(key: u64) -> u32 {
@@ -1515,9 +1624,13 @@ impl Engine {
         if query.class == QueryClass::Path {
             in_file_order(&mut scored, lx, &query);
         }
-        let units = query.class == QueryClass::Identifier;
-        let ranked = per_file_cap(scored, req, &weights, lx, units);
-        self.hits(lx, ranked, req, Some(&query), read)
+        let windows = match query.class {
+            QueryClass::Identifier => Windows::Demoted,
+            QueryClass::NaturalLanguage => Windows::Folded,
+            _ => Windows::Apart,
+        };
+        let (ranked, spans) = per_file_cap(scored, req, &weights, lx, windows);
+        self.hits(lx, ranked, &spans, req, Some(&query), read)
     }
 
     /// The phrase rule ([`phrase_factor`]) for the best [`PHRASE_CANDIDATES`] of `scored`:
@@ -1578,7 +1691,8 @@ impl Engine {
     fn hits(
         &self,
         lx: &Lexical,
-        ranked: Vec<(f32, (u64, Channels))>,
+        ranked: Ranked,
+        spans: &Spans,
         req: &SearchRequest,
         query: Option<&Query>,
         mut read: HashMap<u64, String>,
@@ -1657,10 +1771,22 @@ impl Engine {
                 Some(s) => (s.kind, s.name.as_str(), s.local_path.as_str()),
                 None => (doc.kind, &*doc.symbol, &*doc.local_path),
             };
+            let (mut start_line, mut end_line) = (doc.start_line, doc.end_line);
+            let mut content = content;
+            if let Some((first, last)) = spans.get(&key)
+                && let (Some(first), Some(last)) = (lx.docs.get(first), lx.docs.get(last))
+            {
+                (start_line, end_line) = (first.start_line, last.end_line);
+                if with_content {
+                    let r = reader.get_or_insert_with(|| Self::lock(&self.reader));
+                    let blob = &mut files.entry(path.file_hash).or_default().1;
+                    content = Some(r.stored_lines(path.file_hash, start_line, end_line, blob)?);
+                }
+            }
             hits.push(Hit {
                 path: path.path.clone(),
-                start_line: doc.start_line,
-                end_line: doc.end_line,
+                start_line,
+                end_line,
                 language: path.language,
                 kind,
                 symbol: symbol.to_owned(),
@@ -1974,8 +2100,8 @@ impl Engine {
                     .into_iter()
                     .map(|(key, similarity)| (similarity, (key, semantic_only)))
                     .collect();
-                let ranked = per_file_cap(scored, req, &weights, lx, false);
-                return self.hits(lx, ranked, req, None, HashMap::new());
+                let (ranked, spans) = per_file_cap(scored, req, &weights, lx, Windows::Apart);
+                return self.hits(lx, ranked, &spans, req, None, HashMap::new());
             }
         }
         // The code's own terms, whatever a query parser would make of its first words.
@@ -1987,8 +2113,8 @@ impl Engine {
             .into_iter()
             .map(|(key, score)| (score, (key, Channels::LEXICAL)))
             .collect();
-        let ranked = per_file_cap(scored, req, &weights, lx, false);
-        self.hits(lx, ranked, req, None, HashMap::new())
+        let (ranked, spans) = per_file_cap(scored, req, &weights, lx, Windows::Apart);
+        self.hits(lx, ranked, &spans, req, None, HashMap::new())
     }
 
     /// The document key and chunk of the innermost chunk of `path` that holds `line`, or
@@ -3195,6 +3321,80 @@ class Other:
         drop(engine);
         let engine = repo.open();
         assert_eq!(paths(&engine), expected, "the class survives the snapshot");
+    }
+
+    #[test]
+    fn a_sentence_shows_a_long_function_once_as_far_as_its_windows_rank() {
+        // Too long for one chunk: its windows share the sentence's words, and each would
+        // take a place of its own.
+        let body: String = (0..40)
+            .map(|i| format!("    cache_entry_{i} = expire_stale_cache_entries(store, {i})\n"))
+            .collect();
+        let long = format!("def sweep(store):\n{body}    return store\n");
+        let short = "def expire(store):\n    return expire_stale_cache_entries(store, 0)\n";
+        // Two definitions of one name, one after the other (an overload), are two units.
+        let twice: String = (0..2)
+            .map(|n| {
+                let lines: String = (0..12)
+                    .map(|i| {
+                        format!("    stale_{n}_{i} = expire_stale_cache_entries(store, {i})\n")
+                    })
+                    .collect();
+                format!("def prune(store):\n{lines}    return store\n")
+            })
+            .collect();
+        let files = [
+            ("sweep.py", long.as_str()),
+            ("short.py", short),
+            ("prune.py", twice.as_str()),
+        ];
+        let repo = Repo::new(&files);
+        let engine = repo.open();
+        repo.index(&engine, &files.map(|(path, _)| path));
+        let query = "expire the stale cache entries of the store";
+        let spans = |engine: &Engine| -> Vec<(String, u32, u32)> {
+            search(engine, query)
+                .into_iter()
+                .map(|h| (h.path, h.start_line, h.end_line))
+                .collect()
+        };
+        let apart = {
+            engine
+                .set_weights(&[("fold_windows".to_owned(), 0.0)])
+                .unwrap();
+            let hits = spans(&engine);
+            engine
+                .set_weights(&[("fold_windows".to_owned(), Weights::default().fold_windows)])
+                .unwrap();
+            hits
+        };
+        let windows: Vec<(u32, u32)> = apart
+            .iter()
+            .filter(|(path, ..)| path == "sweep.py")
+            .map(|&(_, start, end)| (start, end))
+            .collect();
+        assert!(windows.len() >= 2, "one window only: {apart:?}");
+        let hits = search(&engine, query);
+        let folded: Vec<&Hit> = hits.iter().filter(|h| h.path == "sweep.py").collect();
+        assert_eq!(folded.len(), 1, "{:?}", spans(&engine));
+        let hit = folded[0];
+        let first = windows.iter().map(|w| w.0).min().unwrap();
+        let last = windows.iter().map(|w| w.1).max().unwrap();
+        assert_eq!((hit.start_line, hit.end_line), (first, last));
+        let lines: Vec<&str> = long.lines().collect();
+        let want = lines[first as usize - 1..last as usize].join("\n");
+        assert_eq!(hit.content.as_deref(), Some(want.as_str()));
+        assert!(hits.iter().any(|h| h.path == "short.py"));
+        let overloads: Vec<(u32, u32)> = hits
+            .iter()
+            .filter(|h| h.path == "prune.py")
+            .map(|h| (h.start_line, h.end_line))
+            .collect();
+        assert_eq!(overloads.len(), 2, "{:?}", spans(&engine));
+        // A name still asks for the definition once, by its best window alone.
+        let named = search(&engine, "sweep");
+        assert_eq!(named[0].path, "sweep.py");
+        assert!(named[0].end_line < last);
     }
 
     #[test]

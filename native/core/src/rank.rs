@@ -593,6 +593,10 @@ pub struct Weights {
     pub phrase: f32,
     /// The least [`phrase_share`] the phrase rule raises a chunk for.
     pub phrase_share: f32,
+    /// How many of a plain-language query's first candidates may fold into a better-ranked
+    /// window of their unit, a unit split for length showing as one hit (0: each window is
+    /// a hit of its own).
+    pub fold_windows: f32,
 }
 
 impl Default for Weights {
@@ -620,13 +624,14 @@ impl Default for Weights {
             per_file_overflow: 0.8,
             phrase: 1.0,
             phrase_share: 0.5,
+            fold_windows: 10.0,
         }
     }
 }
 
 impl Weights {
     /// Names of the factors, as used by [`Weights::get`] and [`Weights::set`].
-    pub const NAMES: [&'static str; 22] = [
+    pub const NAMES: [&'static str; 23] = [
         "exact_symbol",
         "exact_qualified",
         "exact_name",
@@ -649,6 +654,7 @@ impl Weights {
         "per_file_overflow",
         "phrase",
         "phrase_share",
+        "fold_windows",
     ];
 
     fn slot(&mut self, name: &str) -> Option<&mut f32> {
@@ -675,6 +681,7 @@ impl Weights {
             "per_file_overflow" => &mut self.per_file_overflow,
             "phrase" => &mut self.phrase,
             "phrase_share" => &mut self.phrase_share,
+            "fold_windows" => &mut self.fold_windows,
             _ => return None,
         })
     }

@@ -1020,18 +1020,25 @@ impl Store {
         let i = ordinal as usize;
         Ok(match outline.chunks.get(i) {
             Some(c) if !outline.derived[i] => Some(c.content.clone()),
-            Some(c) => {
-                let blob = match blob {
-                    Some(blob) => blob,
-                    None => blob.insert(self.file_blob(file_hash)?),
-                };
-                Some(
-                    crate::textblob::lines(blob, c.start_line, c.end_line)
-                        .map_err(|reason| self.corrupt(file_hash, &reason))?,
-                )
-            }
+            Some(c) => Some(self.stored_lines(file_hash, c.start_line, c.end_line, blob)?),
             None => None,
         })
+    }
+
+    /// Lines `start..=end` of the stored text of `file_hash`; `blob` caches that text
+    /// between calls for one file.
+    pub fn stored_lines(
+        &self,
+        file_hash: i64,
+        start: u32,
+        end: u32,
+        blob: &mut Option<Vec<u8>>,
+    ) -> Result<String> {
+        let blob = match blob {
+            Some(blob) => blob,
+            None => blob.insert(self.file_blob(file_hash)?),
+        };
+        crate::textblob::lines(blob, start, end).map_err(|reason| self.corrupt(file_hash, &reason))
     }
 
     /// Lines `start..=end` of `path` as the view has it, `None` when the path is not in
