@@ -556,10 +556,12 @@ impl Language {
 /// (`pkg/mod/__init__.py` -> `pkg.mod`, `src/store/mod.rs` -> `store`).
 ///
 /// `path` is repo-relative with `/` separators (a leading `./` is ignored). Rules:
-/// - **Python**: strip the extension, a leading `src/`, `lib/` or `python/` component (the
-///   source roots of the src layout and of maturin's mixed Rust/Python layout) and a trailing
-///   `__init__`; join with `.` (`src/pkg/io/__init__.py` -> `pkg.io`,
-///   `python/pkg/core.py` -> `pkg.core`).
+/// - **Python**: strip the extension; drop every directory up to the last one whose name
+///   cannot be imported (`my-app/`, `flask-3.1.3/`: the package root is below it); then a
+///   leading `src/`, `lib/` or `python/` component (the source roots of the src layout and
+///   of maturin's mixed Rust/Python layout) and a trailing `__init__`; join with `.`
+///   (`src/pkg/io/__init__.py` -> `pkg.io`, `python/pkg/core.py` -> `pkg.core`,
+///   `my-app/src/pkg/core.py` -> `pkg.core`).
 /// - **Rust**: strip the extension; if a directory named `src` appears, keep only what follows
 ///   the last one; drop a trailing `mod`, `lib` or `main`; join with `::`
 ///   (`native/core/src/store/mod.rs` -> `store`, `src/lib.rs` -> ``).
@@ -589,6 +591,10 @@ pub fn module_path(path: &str, lang: Language) -> String {
 
     match lang {
         Language::Python => {
+            if let Some(last) = parts[..dirs].iter().rposition(|d| !is_python_identifier(d)) {
+                parts.drain(..=last);
+            }
+            let dirs = parts.len().saturating_sub(1);
             if dirs > 0 && matches!(parts.first(), Some(&("src" | "lib" | "python"))) {
                 parts.remove(0);
             }
@@ -625,6 +631,14 @@ pub fn module_path(path: &str, lang: Language) -> String {
     }
     let separator = if lang == Language::Rust { "::" } else { "." };
     parts.join(separator)
+}
+
+/// Whether `name` can be a package in a Python import (`my_app`, not `my-app` or `3rdparty`).
+fn is_python_identifier(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c == '_' || c.is_alphabetic())
+        && name.chars().all(|c| c == '_' || c.is_alphanumeric())
 }
 
 /// The value for `key` (ASCII case-insensitive) in a `(key, language)` table.
@@ -882,6 +896,20 @@ mod tests {
         assert_eq!(module_path("app/src/x.pyi", py), "app.src.x");
         assert_eq!(module_path("lib.py", py), "lib");
         assert_eq!(module_path("./tools/run.py", py), "tools.run");
+        // A directory Python cannot import holds the package root: a project unpacked in a
+        // versioned folder, a service of a monorepo.
+        assert_eq!(module_path("flask-3.1.3/src/flask/app.py", py), "flask.app");
+        assert_eq!(
+            module_path("flask-3.1.3/examples/tutorial/flaskr/auth.py", py),
+            "examples.tutorial.flaskr.auth"
+        );
+        assert_eq!(
+            module_path("services/web-api/app/models.py", py),
+            "app.models"
+        );
+        assert_eq!(module_path("3rdparty/six.py", py), "six");
+        assert_eq!(module_path("tools/build-docs.py", py), "tools.build-docs");
+        assert_eq!(module_path("café/menu.py", py), "café.menu");
     }
 
     #[test]
