@@ -536,7 +536,7 @@ enum Windows {
     Apart,
     /// All but the best lowered ([`one_hit_per_unit`]): a name asks for its definition once.
     Demoted,
-    /// Neighbouring windows among the results shown as one hit ([`fold_windows`]).
+    /// Neighbouring windows among the first candidates shown as one hit ([`fold_windows`]).
     Folded,
 }
 
