@@ -484,14 +484,18 @@ fn fold_windows(ranked: Ranked, lx: &Lexical, horizon: usize, limit: usize) -> (
         let ordinal = ordinal_of(key);
         let before = ordinal.checked_sub(1).map(|o| doc_key(path_id_of(key), o));
         let after = ordinal.checked_add(1).map(|o| doc_key(path_id_of(key), o));
-        let joined = before
-            .filter(|&b| rank < horizon && next_window(lx, b, key))
-            .and_then(|b| edge.get(&b).map(|&i| (i, b, true)))
-            .or_else(|| {
-                after
-                    .filter(|&a| rank < horizon && next_window(lx, key, a))
-                    .and_then(|a| edge.get(&a).map(|&i| (i, a, false)))
-            });
+        let joined = if rank < horizon {
+            before
+                .filter(|&b| next_window(lx, b, key))
+                .and_then(|b| edge.get(&b).map(|&i| (i, b, true)))
+                .or_else(|| {
+                    after
+                        .filter(|&a| next_window(lx, key, a))
+                        .and_then(|a| edge.get(&a).map(|&i| (i, a, false)))
+                })
+        } else {
+            None
+        };
         if let Some((i, neighbour, extends_end)) = joined {
             let best = kept[i].1.0;
             let (first, last) = spans.get(&best).copied().unwrap_or((best, best));
@@ -529,7 +533,7 @@ fn fold_windows(ranked: Ranked, lx: &Lexical, horizon: usize, limit: usize) -> (
 /// in the results, mostly after whatever else matched.
 const UNIT_REPEAT: f32 = 0.01;
 
-/// How a search treats the windows of a unit split for length (see [`unit_head`]).
+/// How a search treats the windows of a unit split for length.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Windows {
     /// Each window is a hit of its own.
@@ -1724,6 +1728,10 @@ impl Engine {
             let listed = |s: &Symbol, unit: &str| {
                 within(s) && crate::rank::is_unit(unit, &s.name, &s.local_path)
             };
+            // A folded hit spans the lines of all its windows.
+            let span = spans.get(&key).and_then(|(first, last)| {
+                Some((lx.docs.get(first)?.start_line, lx.docs.get(last)?.end_line))
+            });
             let (content, named) = if unit.is_some() || by_text.is_some() || with_content {
                 let r = reader.get_or_insert_with(|| Self::lock(&self.reader));
                 // One read per file: the hits are often several chunks of one file.
@@ -1739,7 +1747,7 @@ impl Engine {
                         let derived = outline.derived.get(ordinal as usize) == Some(&true);
                         let text = match read.remove(&key).filter(|_| derived) {
                             Some(text) => Some(text),
-                            None if with_content || by_text.is_some() => {
+                            None if (with_content && span.is_none()) || by_text.is_some() => {
                                 r.chunk_text(path.file_hash, outline, ordinal, blob)?
                             }
                             None => None,
@@ -1760,7 +1768,13 @@ impl Engine {
                             }
                             (None, None) => None,
                         };
-                        (text.filter(|_| with_content), named)
+                        let content = match span {
+                            Some((start, end)) if with_content => {
+                                Some(r.stored_lines(path.file_hash, start, end, blob)?)
+                            }
+                            _ => text.filter(|_| with_content),
+                        };
+                        (content, named)
                     }
                     None => (None, None),
                 }
@@ -1771,18 +1785,7 @@ impl Engine {
                 Some(s) => (s.kind, s.name.as_str(), s.local_path.as_str()),
                 None => (doc.kind, &*doc.symbol, &*doc.local_path),
             };
-            let (mut start_line, mut end_line) = (doc.start_line, doc.end_line);
-            let mut content = content;
-            if let Some((first, last)) = spans.get(&key)
-                && let (Some(first), Some(last)) = (lx.docs.get(first), lx.docs.get(last))
-            {
-                (start_line, end_line) = (first.start_line, last.end_line);
-                if with_content {
-                    let r = reader.get_or_insert_with(|| Self::lock(&self.reader));
-                    let blob = &mut files.entry(path.file_hash).or_default().1;
-                    content = Some(r.stored_lines(path.file_hash, start_line, end_line, blob)?);
-                }
-            }
+            let (start_line, end_line) = span.unwrap_or((doc.start_line, doc.end_line));
             hits.push(Hit {
                 path: path.path.clone(),
                 start_line,

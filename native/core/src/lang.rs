@@ -898,18 +898,19 @@ mod tests {
         assert_eq!(module_path("./tools/run.py", py), "tools.run");
         // A directory Python cannot import holds the package root: a project unpacked in a
         // versioned folder, a service of a monorepo.
-        assert_eq!(module_path("flask-3.1.3/src/flask/app.py", py), "flask.app");
-        assert_eq!(
-            module_path("flask-3.1.3/examples/tutorial/flaskr/auth.py", py),
-            "examples.tutorial.flaskr.auth"
-        );
-        assert_eq!(
-            module_path("services/web-api/app/models.py", py),
-            "app.models"
-        );
-        assert_eq!(module_path("3rdparty/six.py", py), "six");
-        assert_eq!(module_path("tools/build-docs.py", py), "tools.build-docs");
-        assert_eq!(module_path("café/menu.py", py), "café.menu");
+        for (path, module) in [
+            ("flask-3.1.3/src/flask/app.py", "flask.app"),
+            (
+                "flask-3.1.3/examples/tutorial/flaskr/auth.py",
+                "examples.tutorial.flaskr.auth",
+            ),
+            ("services/web-api/app/models.py", "app.models"),
+            ("3rdparty/six.py", "six"),
+            ("tools/build-docs.py", "tools.build-docs"),
+            ("café/menu.py", "café.menu"),
+        ] {
+            assert_eq!(module_path(path, py), module, "{path}");
+        }
     }
 
     #[test]
