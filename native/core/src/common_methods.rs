@@ -3,6 +3,10 @@
 //! often a call on such a value than on the one method of the repository that shares the
 //! name, so the call graph does not infer that method as the target unless the receiver's
 //! name points at its type (see `graph::Graph::resolve_call`).
+//!
+//! Also the standard types and namespaces a call names without importing them (`Math.max`,
+//! `Thread.sleep`, `Vec::with_capacity`, `std::mem::swap`): such a call leaves the
+//! repository, whatever method of that name the repository defines.
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -74,6 +78,51 @@ const SWIFT: &str = "\
     flatMap forEach hasPrefix hasSuffix insert isEmpty joined last lowercased map max min \
     popLast reduce remove removeAll reversed sorted split uppercased";
 
+/// Types and namespaces in scope without an import, per language (imported ones are traced
+/// through their imports), then the roots of the standard library's paths.
+const PYTHON_TYPES: &str = "\
+    BaseException Exception bool bytearray bytes complex dict float frozenset int list object \
+    set str tuple";
+
+const ECMASCRIPT_TYPES: &str = "\
+    Array ArrayBuffer Atomics BigInt Boolean Buffer DataView Date Error Function Intl JSON \
+    Map Math Number Object Promise Proxy Reflect RegExp Set String Symbol URL URLSearchParams \
+    WeakMap WeakSet console document globalThis";
+
+const RUST_TYPES: &str = "Box Option Result String Vec";
+
+const JVM_TYPES: &str = "\
+    Boolean Byte Character Class Double Enum Float Integer Long Math Object Runtime Short \
+    StrictMath String StringBuilder System Thread ThreadLocal";
+
+const CSHARP_TYPES: &str = "\
+    Array Console Convert DateTime Enum Environment GC Guid Math Object String Task TimeSpan \
+    Type";
+
+const RUBY_TYPES: &str = "\
+    Array Comparable Dir Encoding Enumerable File FileTest Float GC Hash IO Integer Kernel \
+    Marshal Math Method Module Object ObjectSpace Process Random Range Regexp Signal String \
+    Struct Symbol Thread Time";
+
+/// Standard types (first) and path roots of the languages that have them.
+const STANDARD: [(&[Language], &str, &[&str]); 7] = [
+    (&[Language::Python], PYTHON_TYPES, &[]),
+    (
+        &[Language::JavaScript, Language::TypeScript, Language::Tsx],
+        ECMASCRIPT_TYPES,
+        &[],
+    ),
+    (&[Language::Rust], RUST_TYPES, &["alloc", "core", "std"]),
+    (
+        &[Language::Java, Language::Kotlin, Language::Scala],
+        JVM_TYPES,
+        &["java", "javax", "kotlin", "scala"],
+    ),
+    (&[Language::CSharp], CSHARP_TYPES, &["System"]),
+    (&[Language::Ruby], RUBY_TYPES, &[]),
+    (&[Language::Cpp], "", &["std"]),
+];
+
 /// The tables above and the languages each serves (each a space-separated list in byte
 /// order).
 const TABLES: [(&[Language], &str); 9] = [
@@ -107,6 +156,30 @@ pub fn is_common_method(lang: Language, name: &str) -> bool {
     sets[i].contains(name)
 }
 
+/// Whether the qualifier `segments` (`["Math"]`, `["std", "mem"]`) names a standard type of
+/// `lang` or a path of its standard library.
+#[must_use]
+pub fn is_standard_qualifier(lang: Language, segments: &[&str]) -> bool {
+    static SETS: OnceLock<Vec<HashSet<&'static str>>> = OnceLock::new();
+    let Some(i) = STANDARD
+        .iter()
+        .position(|(langs, ..)| langs.contains(&lang))
+    else {
+        return false;
+    };
+    let sets = SETS.get_or_init(|| {
+        STANDARD
+            .iter()
+            .map(|(_, names, _)| names.split_whitespace().collect())
+            .collect()
+    });
+    match segments {
+        [one] => sets[i].contains(one) || STANDARD[i].2.contains(one),
+        [root, ..] => STANDARD[i].2.contains(root),
+        [] => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,7 +187,8 @@ mod tests {
     #[test]
     fn each_table_is_in_byte_order_without_repeats() {
         // So a name is found by eye and never listed twice.
-        for (_, table) in TABLES {
+        let standard = STANDARD.iter().map(|(_, names, _)| *names);
+        for table in TABLES.iter().map(|(_, names)| *names).chain(standard) {
             let names: Vec<&str> = table.split_whitespace().collect();
             assert!(names.windows(2).all(|w| w[0] < w[1]), "{:?}", names.first());
         }
@@ -128,5 +202,19 @@ mod tests {
         assert!(!is_common_method(Language::Python, "push"));
         assert!(!is_common_method(Language::Zig, "get"));
         assert!(!is_common_method(Language::Python, "refresh_token"));
+    }
+
+    #[test]
+    fn standard_qualifiers_are_types_in_scope_or_paths_of_the_standard_library() {
+        assert!(is_standard_qualifier(Language::TypeScript, &["Math"]));
+        assert!(is_standard_qualifier(Language::Java, &["Thread"]));
+        assert!(is_standard_qualifier(Language::Rust, &["Vec"]));
+        assert!(is_standard_qualifier(Language::Rust, &["std", "mem"]));
+        assert!(is_standard_qualifier(Language::Cpp, &["std"]));
+        // An imported type is traced through its import; a path must start at the root.
+        assert!(!is_standard_qualifier(Language::Rust, &["HashMap"]));
+        assert!(!is_standard_qualifier(Language::Rust, &["crate", "std"]));
+        assert!(!is_standard_qualifier(Language::Python, &["Math"]));
+        assert!(!is_standard_qualifier(Language::Go, &["strings"]));
     }
 }

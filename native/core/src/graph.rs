@@ -990,10 +990,16 @@ impl<'g> Lookup<'g> {
             {
                 return found;
             }
+            if let Some(found) = self.standard(scope, ty) {
+                return found;
+            }
         } else if !q.contains('(') {
             // A receiver that is itself a call's result (`a.b().c()`) has an unknown type:
             // only the method name is left to go by.
-            if let Some(found) = self.qualified(scope, q, name) {
+            if let Some(found) = self
+                .qualified(scope, q, name)
+                .or_else(|| self.standard(scope, q))
+            {
                 return found;
             }
         }
@@ -1029,6 +1035,22 @@ impl<'g> Lookup<'g> {
             return (Target::Unknown, Confidence::Unresolved);
         }
         global_answer(candidates)
+    }
+
+    /// A call on a standard type or namespace that the repository does not define
+    /// (`Math.max`, `Thread.sleep`, `Vec::with_capacity`, `std::mem::swap`): it leaves the
+    /// repository, so the repository's one method of that name is not its target.
+    fn standard(&self, scope: &Scope<'_>, q: &str) -> Option<(Target, Confidence)> {
+        let segments = split_segments(q);
+        let lang = self.files[scope.file as usize].language;
+        if !crate::common_methods::is_standard_qualifier(lang, &segments) {
+            return None;
+        }
+        // A project may define its own `String` or `Error`, and call what it inherits.
+        let own = matches!(segments.as_slice(), [one] if !self
+            .global(scope.file, one, |n| n.kind.is_type_like())
+            .is_empty());
+        (!own).then(|| (Target::External(q.to_owned()), Confidence::Unresolved))
     }
 
     /// The type `q` is declared with or constructed from: a parameter or variable of `from`

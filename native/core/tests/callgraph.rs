@@ -881,3 +881,76 @@ fn a_relative_module_the_repository_lacks_is_not_a_library() {
         ]
     );
 }
+
+#[test]
+fn a_call_on_a_standard_type_leaves_the_repository() {
+    // Each repository has one method of the name a standard type's call uses.
+    let graph = graph_of(&[
+        (
+            "src/numbers.ts",
+            "export class Numbers {\n  static min(a: number, b: number) { return a < b ? a : b; }\n}\n\nexport function clamp(x: number) {\n  return Math.min(x, 1) + Numbers.min(x, 2);\n}\n",
+        ),
+        (
+            "src/main/java/app/Monitor.java",
+            "package app;\n\nclass Monitor {\n  static void sleep(long ms) {}\n\n  void pause() {\n    Thread.sleep(10);\n  }\n}\n",
+        ),
+        (
+            "src/graph.rs",
+            "pub struct Graph;\n\nimpl Graph {\n    pub fn with_capacity(n: usize) -> Graph { Graph }\n    pub fn swap(&mut self) {}\n}\n\npub fn build(n: usize) -> Vec<u8> {\n    let mut a = 1;\n    let mut b = 2;\n    std::mem::swap(&mut a, &mut b);\n    Vec::with_capacity(n)\n}\n",
+        ),
+        (
+            "app/frozen.py",
+            "class Frozen:\n    def __setattr__(self, name, value):\n        raise AttributeError(name)\n\n\ndef thaw(obj, value):\n    object.__setattr__(obj, 'value', value)\n",
+        ),
+    ]);
+    let external = |q: &str| {
+        (
+            q.to_owned(),
+            "unresolved".to_owned(),
+            Confidence::Unresolved,
+        )
+    };
+    assert_eq!(
+        callees(&graph, "clamp"),
+        [
+            external("Math.min"),
+            (
+                "Numbers.min".to_owned(),
+                "src.numbers.Numbers.min".to_owned(),
+                Confidence::Resolved
+            ),
+        ]
+    );
+    assert_eq!(callees(&graph, "pause"), [external("Thread.sleep")]);
+    assert_eq!(
+        callees(&graph, "build"),
+        [external("std::mem.swap"), external("Vec.with_capacity")]
+    );
+    assert_eq!(callees(&graph, "thaw"), [external("object.__setattr__")]);
+    let modules: Vec<String> = graph
+        .callees(graph.find("build")[0])
+        .into_iter()
+        .map(|e| match &graph.edges[e as usize].target {
+            Target::External(module) => module.clone(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(modules, ["std::mem", "Vec"]);
+}
+
+#[test]
+fn a_project_type_named_like_a_standard_one_keeps_its_methods() {
+    // The project's own `Error` inherits `describe`: the call is the project's.
+    let graph = graph_of(&[(
+        "src/errors.ts",
+        "export class Base {\n  static describe() { return 'base'; }\n}\n\nexport class Error extends Base {}\n\nexport function report() {\n  return Error.describe();\n}\n",
+    )]);
+    assert_eq!(
+        callees(&graph, "report"),
+        [(
+            "Error.describe".to_owned(),
+            "src.errors.Base.describe".to_owned(),
+            Confidence::Inferred
+        )]
+    );
+}
