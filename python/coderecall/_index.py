@@ -676,8 +676,10 @@ class CodeIndex:
     ) -> list[SearchHit]:
         """The chunks most like a piece of ``code``, or like the chunk of ``path`` (relative
         to the root, or absolute inside it) that holds ``line`` (1-based; that chunk itself is
-        left out). Nearest neighbours by meaning when an embedding engine is configured,
-        otherwise the chunks sharing the most terms. Filters as in :meth:`search`.
+        left out, and so are the other windows of a unit split for length). Nearest
+        neighbours by meaning when an embedding engine is configured, otherwise the chunks
+        sharing the most terms; neighbouring windows of another long unit show as one hit.
+        Filters as in :meth:`search`.
         """
         if (code is None) == (path is None):
             raise QueryError("find_similar needs either code or a path and line")

@@ -45,10 +45,11 @@ Returns JSON `{"hits": [...]}`, best first."""
 
 SIMILAR_DOC = """\
 Find code that resembles a given snippet (`code`) or an existing chunk (`path` relative to
-the project root plus a 1-based `line` inside it; that chunk itself is left out). Use it to
-find duplicates, other implementations of the same pattern, or callers written alike before
-changing one of them. Give either code, or path and line, not both. Returns JSON
-`{"hits": [...]}` shaped as in codebase_search."""
+the project root plus a 1-based `line` inside it; the chunk holding that line is left out,
+with the rest of a long definition split into windows). Use it to find duplicates, other
+implementations of the same pattern, or callers written alike before changing one of them.
+Give either code, or path and line, not both. Returns JSON `{"hits": [...]}` shaped as in
+codebase_search."""
 
 INDEX_DOC = """\
 Bring the code index up to date with the files on disk (incremental: only changed files are

@@ -464,6 +464,25 @@ fn next_window(lx: &Lexical, key: u64, next: u64) -> bool {
     }
 }
 
+/// The windows of the unit chunk `key` belongs to, `key` among them, in order (`key` alone
+/// for a chunk that is not a window).
+fn unit_windows(lx: &Lexical, key: u64) -> Vec<u64> {
+    let at = |ordinal: u32| doc_key(path_id_of(key), ordinal);
+    let mut first = ordinal_of(key);
+    while let Some(before) = first.checked_sub(1)
+        && next_window(lx, at(before), at(first))
+    {
+        first = before;
+    }
+    let mut last = ordinal_of(key);
+    while let Some(after) = last.checked_add(1)
+        && next_window(lx, at(last), at(after))
+    {
+        last = after;
+    }
+    (first..=last).map(at).collect()
+}
+
 /// The first `limit` of `ranked` (in rank order), with each window among the first
 /// `horizon` that meets a better-ranked hit of its unit (the window just before or after
 /// what that hit spans) folded into that hit instead of taking a place of its own. A
@@ -2051,7 +2070,8 @@ impl Engine {
     /// The chunks most like `to`, best first, within the request's filters and per-file cap
     /// (`req.query` is not used). With a model, nearest neighbours by cosine similarity, using
     /// the stored vector of an indexed chunk when there is one; otherwise, and with
-    /// `req.lexical_only`, BM25 over the terms of the code.
+    /// `req.lexical_only`, BM25 over the terms of the code. A location's unit is not among
+    /// the results, and another unit's neighbouring windows fold as a sentence's do.
     ///
     /// # Errors
     ///
@@ -2074,7 +2094,10 @@ impl Engine {
                 ("", Some(key), Some(chunk))
             }
         };
-        let allowed = |key: u64| Some(key) != source && lx.allows(req, key);
+        // The code asked about is not like itself: neither its chunk nor, for a unit split
+        // for length, the unit's other windows (which share its lines) are results.
+        let own = source.map_or_else(Vec::new, |key| unit_windows(lx, key));
+        let allowed = |key: u64| !own.contains(&key) && lx.allows(req, key);
         let k = req.limit.max(MIN_CANDIDATES);
         #[cfg(feature = "embed")]
         if !req.lexical_only {
@@ -2103,7 +2126,7 @@ impl Engine {
                     .into_iter()
                     .map(|(key, similarity)| (similarity, (key, semantic_only)))
                     .collect();
-                let (ranked, spans) = per_file_cap(scored, req, &weights, lx, Windows::Apart);
+                let (ranked, spans) = per_file_cap(scored, req, &weights, lx, Windows::Folded);
                 return self.hits(lx, ranked, &spans, req, None, HashMap::new());
             }
         }
@@ -2116,7 +2139,7 @@ impl Engine {
             .into_iter()
             .map(|(key, score)| (score, (key, Channels::LEXICAL)))
             .collect();
-        let (ranked, spans) = per_file_cap(scored, req, &weights, lx, Windows::Apart);
+        let (ranked, spans) = per_file_cap(scored, req, &weights, lx, Windows::Folded);
         self.hits(lx, ranked, &spans, req, None, HashMap::new())
     }
 
@@ -3398,6 +3421,60 @@ class Other:
         let named = search(&engine, "sweep");
         assert_eq!(named[0].path, "sweep.py");
         assert!(named[0].end_line < last);
+    }
+
+    #[test]
+    fn similar_leaves_out_the_unit_asked_about_and_shows_a_long_clone_once() {
+        let body = |name: &str| -> String {
+            let lines: String = (0..40)
+                .map(|i| format!("    {name}_{i} = expire_stale_cache_entries(store, {i})\n"))
+                .collect();
+            format!("def {name}(store):\n{lines}    return store\n")
+        };
+        // The unit asked about has other windows, sharing its lines; the same file also has
+        // a short function like it, and another file a renamed copy of the unit.
+        let source = format!(
+            "{}\n\ndef expire(store):\n    return expire_stale_cache_entries(store, 0)\n",
+            body("sweep")
+        );
+        let clone = body("purge");
+        let files = [("sweep.py", source.as_str()), ("purge.py", clone.as_str())];
+        let repo = Repo::new(&files);
+        let engine = repo.open();
+        repo.index(&engine, &files.map(|(path, _)| path));
+        let request = SearchRequest {
+            limit: 10,
+            per_file: 4,
+            lexical_only: true,
+            ..SearchRequest::default()
+        };
+        let at = SimilarTo::Location {
+            path: "sweep.py",
+            line: 20,
+        };
+        let hits = engine.similar(at, &request).unwrap();
+        let spans: Vec<(&str, u32, u32)> = hits
+            .iter()
+            .map(|h| (h.path.as_str(), h.start_line, h.end_line))
+            .collect();
+        let sweep_end = 42;
+        assert!(
+            hits.iter()
+                .all(|h| h.path != "sweep.py" || h.start_line > sweep_end),
+            "a window of the unit asked about came back: {spans:?}"
+        );
+        assert!(
+            hits.iter()
+                .any(|h| h.path == "sweep.py" && h.symbol == "expire"),
+            "{spans:?}"
+        );
+        let copies: Vec<&Hit> = hits.iter().filter(|h| h.path == "purge.py").collect();
+        assert_eq!(
+            copies.len(),
+            1,
+            "the copy's windows show as one hit: {spans:?}"
+        );
+        assert!(copies[0].end_line - copies[0].start_line > 20, "{spans:?}");
     }
 
     #[test]
