@@ -973,6 +973,9 @@ impl<'g> Lookup<'g> {
         let name = r.name.as_str();
         let q = r.qualifier.as_str();
         let is_super = q.starts_with("super") || q == "base" || is_php_parent(lang, q);
+        // Whether the receiver's type is known (this object, a stated type; or no receiver),
+        // though the steps below could not place the method on it.
+        let mut typed = true;
         if q.is_empty() {
             if let Some(found) = self.bare(scope, from, name, lang) {
                 return found;
@@ -993,12 +996,14 @@ impl<'g> Lookup<'g> {
             if let Some(found) = self.standard(scope, ty) {
                 return found;
             }
-        } else if !q.contains('(') {
+        } else {
+            typed = false;
             // A receiver that is itself a call's result (`a.b().c()`) has an unknown type:
             // only the method name is left to go by.
-            if let Some(found) = self
-                .qualified(scope, q, name)
-                .or_else(|| self.standard(scope, q))
+            if !q.contains('(')
+                && let Some(found) = self
+                    .qualified(scope, q, name)
+                    .or_else(|| self.standard(scope, q))
             {
                 return found;
             }
@@ -1023,16 +1028,20 @@ impl<'g> Lookup<'g> {
                 !is_method || implicit_self(lang)
             }
         });
-        // `headers.get()` is a dictionary's `get` far more often than the repository's one
-        // `get`: a name the standard types answer is inferred only on a receiver named
-        // after the method's type (`store.get()` for `MemoryStore.get`).
-        if let [one] = candidates.as_slice()
-            && method_call
-            && !is_super
-            && crate::common_methods::is_common_method(lang, name)
-            && !receiver_names(q, &self.node(*one).owner)
-        {
-            return (Target::Unknown, Confidence::Unresolved);
+        // `headers.get()` is a dictionary's `get` far more often than one of the repository's:
+        // on a receiver of unknown type, a name the standard types answer reaches a method
+        // of the repository only where the receiver is named after its type (`store.get()`
+        // or `ms.get()` for `MemoryStore.get`, where that is the one `get`;
+        // `memory_store.get()` among several, which stays ambiguous), so `TermTable::len` is
+        // not among the callers of every `v.len()`, nor `SortedMap.set` of every
+        // `map.set()`. A receiver of a known type (an interface's value) may still reach any
+        // of several.
+        if method_call && !is_super && crate::common_methods::is_common_method(lang, name) {
+            let single = candidates.len() == 1;
+            let named = |&c: &u32| receiver_names(q, &self.node(c).owner, single);
+            if (!typed || single) && !candidates.iter().any(named) {
+                return (Target::Unknown, Confidence::Unresolved);
+            }
         }
         global_answer(candidates)
     }
@@ -2070,9 +2079,10 @@ fn external(import: &Import) -> Target {
 }
 
 /// Whether the receiver `q` is named after the type `owner`: its last segment, letters and
-/// digits only and lowercased, ends the type's name (`store`, `self._store`, `memory_store`
-/// for `MemoryStore`; three letters at least) or abbreviates it (`s`, `ms`).
-fn receiver_names(q: &str, owner: &str) -> bool {
+/// digits only and lowercased, is the type's name (`memory_store`, `self.memoryStore` for
+/// `MemoryStore`) or, when `loosely`, ends it (`store`; three letters at least) or
+/// abbreviates it (`s`, `ms`).
+fn receiver_names(q: &str, owner: &str, loosely: bool) -> bool {
     fn plain(s: &str) -> String {
         s.chars()
             .filter(|c| c.is_alphanumeric())
@@ -2082,6 +2092,9 @@ fn receiver_names(q: &str, owner: &str) -> bool {
     let last = q.rsplit(['.', ':', '>', '$', '@']).next().unwrap_or(q);
     let owner = owner.rsplit(['.', ':']).next().unwrap_or(owner);
     let (r, o) = (plain(last), plain(owner));
+    if !loosely {
+        return !r.is_empty() && r == o;
+    }
     (r.len() >= 3 && o.ends_with(&r)) || (!r.is_empty() && abbreviates(&r, owner))
 }
 

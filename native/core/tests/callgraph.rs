@@ -633,10 +633,11 @@ fn variables_and_fields_built_or_declared_with_a_type_name_their_receivers() {
                 ("Service.run", "kept.put", "src.Store.put"),
                 ("Service.run", "this.made.put", "src.Store.put"),
                 ("Service.run", "injected.put", "src.Store.put"),
-                ("Service.run", "other.put", "ambiguous 2"),
+                // `put` is also a map's: a receiver of unknown type reaches neither.
+                ("Service.run", "other.put", "unresolved"),
                 ("local", "s.put", "src.Store.put"),
                 ("local", "t.put", "src.Store.put"),
-                ("local", "u.put", "ambiguous 2"),
+                ("local", "u.put", "unresolved"),
                 ("local", "p.put", "src.Store.put"),
             ],
         ),
@@ -699,7 +700,8 @@ fn variables_and_fields_built_or_declared_with_a_type_name_their_receivers() {
                 ("Use.run", "this.kept.put", "src.shop.Store.put"),
                 ("Use.run", "s.put", "src.shop.Store.put"),
                 ("Use.run", "v.put", "src.shop.Store.put"),
-                ("Use.run", "w.put", "ambiguous 2"),
+                // `put` is also a map's: a receiver of unknown type reaches neither.
+                ("Use.run", "w.put", "unresolved"),
             ],
         ),
         (
@@ -952,5 +954,37 @@ fn a_project_type_named_like_a_standard_one_keeps_its_methods() {
             "src.errors.Base.describe".to_owned(),
             Confidence::Inferred
         )]
+    );
+}
+
+#[test]
+fn a_standard_method_name_shared_by_several_types_needs_a_receiver_named_after_one() {
+    // Two types of the repository have `len`: `rows.len()` is a vector's, not "one of two",
+    // and `table.len()` may be any table's; `term_table.len()` may be one of the two.
+    let graph = graph_of(&[(
+        "src/lib.rs",
+        "pub struct TermTable;\n\nimpl TermTable {\n    pub fn len(&self) -> usize { 0 }\n}\n\npub struct Queue;\n\nimpl Queue {\n    pub fn len(&self) -> usize { 0 }\n}\n\npub fn count() -> usize {\n    let rows = load();\n    let table = load();\n    let term_table = load();\n    rows.len() + table.len() + term_table.len()\n}\n",
+    )]);
+    let unresolved = |callee: &str| {
+        (
+            callee.to_owned(),
+            "unresolved".to_owned(),
+            Confidence::Unresolved,
+        )
+    };
+    assert_eq!(
+        callees(&graph, "count")
+            .into_iter()
+            .filter(|(callee, ..)| callee.ends_with(".len"))
+            .collect::<Vec<_>>(),
+        [
+            unresolved("rows.len"),
+            unresolved("table.len"),
+            (
+                "term_table.len".to_owned(),
+                "ambiguous 2".to_owned(),
+                Confidence::Unresolved
+            ),
+        ]
     );
 }
