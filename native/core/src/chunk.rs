@@ -22,7 +22,7 @@ use crate::refs::{MAX_REFS, Ref};
 /// the file version hash ([`crate::hash::file_hash`]), so versions chunked by another version
 /// are unknown content, parsed again when their paths are next read (the store has every path
 /// re-read once when it sees a new version); chunk hashes, and so vectors, are unaffected.
-pub const VERSION: u32 = 20;
+pub const VERSION: u32 = 21;
 
 /// A unit above this size is split: embedding models truncate around 256–512 tokens and an
 /// agent should be able to read a hit whole.

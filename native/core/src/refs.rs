@@ -325,8 +325,9 @@ fn unquote(text: &str) -> &str {
 
 /// The one type a declared type names (whitespace removed), as a qualified name: `Store`,
 /// `httpx.Headers`, `crate::a::Store`, a forward reference `"Store"`, `Optional[Store]`,
-/// `Store | None` or `| null`, a reference or pointer (`&Store`, `&mut Store`, `*Store`);
-/// `None` for a union, a generic type or anything else.
+/// `Store | None` or `| null`, a reference or pointer (`&Store`, `&mut Store`, `*Store`), a
+/// type with lifetimes alone (`Lines<'_>`); `None` for a union, a generic type or anything
+/// else.
 fn one_type(declared: &str) -> Option<String> {
     let mut ty = unquote(declared);
     if let Some(inner) = ty
@@ -343,6 +344,19 @@ fn one_type(declared: &str) -> Option<String> {
         .strip_prefix("&mut")
         .unwrap_or(ty)
         .trim_start_matches(['&', '*']);
+    // Lifetimes alone (`Lines<'_>`, `Parser<'a,'b>`; `unquote` took the last `>`) leave
+    // one type.
+    let ty = match ty.split_once('<') {
+        Some((base, args))
+            if args
+                .trim_end_matches('>')
+                .split(',')
+                .all(|a| a.starts_with('\'') && !a.contains(['<', '>'])) =>
+        {
+            base
+        }
+        _ => ty,
+    };
     let named = |t: &str| {
         t.replace("::", ".").split('.').all(|segment| {
             segment
@@ -452,6 +466,9 @@ mod tests {
             ("*pkg.Store", Some("pkg.Store")),
             ("crate::a::Store", Some("crate::a::Store")),
             ("Box<Store>", None),
+            ("&Lines<'_>", Some("Lines")),
+            ("&mutParser<'a,'b>", Some("Parser")),
+            ("Store<'a,T>", None),
         ] {
             assert_eq!(one_type(declared).as_deref(), want, "{declared}");
         }

@@ -205,6 +205,14 @@ fn callees(graph: &Graph, from: &str) -> Vec<(String, String, Confidence)> {
         .collect()
 }
 
+/// Each callee of `from` as written, with where it goes ([`callees`] without confidences).
+fn targets(graph: &Graph, from: &str) -> Vec<(String, String)> {
+    callees(graph, from)
+        .into_iter()
+        .map(|(callee, to, _)| (callee, to))
+        .collect()
+}
+
 fn graph_of(files: &[(&str, &str)]) -> Graph {
     Graph::build(
         files
@@ -322,12 +330,8 @@ fn a_field_named_as_a_method_is_no_call_target() {
             "fn run(c: &mut Counter, v: Vec<u8>) -> usize {\n    c.count(3);\n    v.len()\n}\n",
         ),
     ]);
-    let targets: Vec<(String, String)> = callees(&graph, "run")
-        .into_iter()
-        .map(|(callee, to, _)| (callee, to))
-        .collect();
     assert_eq!(
-        targets,
+        targets(&graph, "run"),
         [
             ("c.count".to_owned(), "counter::Counter::count".to_owned()),
             ("v.len".to_owned(), "unresolved".to_owned()),
@@ -400,12 +404,7 @@ fn a_call_on_a_parameter_declared_with_a_type_goes_to_that_type() {
             "import httpx\nfrom typing import Optional\nfrom app.store import Store\n\n\ndef save(target: Store, headers: httpx.Headers, limit: int = 3, other=None):\n    target.put(1)\n    headers.get('x')\n    limit.bit_length()\n    other.put(2)\n\n    def inner():\n        target.get(3)\n\n    return inner\n\n\ndef later(a: \"Store\", b: Optional[Store] = None, c: Store | None = None):\n    a.put(1)\n    b.put(2)\n    c.put(3)\n",
         ),
     ]);
-    let rows = |from: &str| -> Vec<(String, String)> {
-        callees(&graph, from)
-            .into_iter()
-            .map(|(callee, to, _)| (callee, to))
-            .collect()
-    };
+    let rows = |from: &str| targets(&graph, from);
     let external = |e: &&coderecall_core::graph::Edge| matches!(&e.target, Target::External(m) if m == "httpx");
     let save = graph.find("save")[0];
     assert!(
@@ -800,10 +799,9 @@ fn a_require_of_the_parent_folder_reaches_its_index_file() {
     // A class the index file only passes on (`require('./command.js')` then
     // `module.exports`) is followed to where it is defined; a method it lacks is left to
     // the steps after (two `parse` in the repository: ambiguous), never unknown.
-    let third: Vec<(String, String)> = callees(&graph, "third")
+    let third: Vec<(String, String)> = targets(&graph, "third")
         .into_iter()
-        .filter(|(callee, _, _)| callee.starts_with("runner."))
-        .map(|(callee, to, _)| (callee, to))
+        .filter(|(callee, _)| callee.starts_with("runner."))
         .collect();
     assert_eq!(
         third,
@@ -985,6 +983,31 @@ fn a_standard_method_name_shared_by_several_types_needs_a_receiver_named_after_o
                 "ambiguous 2".to_owned(),
                 Confidence::Unresolved
             ),
+        ]
+    );
+}
+
+#[test]
+fn a_rust_parameter_of_a_type_with_lifetimes_names_its_receiver() {
+    let graph = graph_of(&[
+        (
+            "src/lines.rs",
+            "pub struct Lines<'a> {\n    text: &'a str,\n}\n\nimpl<'a> Lines<'a> {\n    pub fn len(&self) -> usize {\n        self.text.len()\n    }\n}\n",
+        ),
+        (
+            "src/queue.rs",
+            "pub struct Queue;\n\nimpl Queue {\n    pub fn len(&self) -> usize {\n        0\n    }\n}\n",
+        ),
+        (
+            "src/sections.rs",
+            "use crate::lines::Lines;\n\npub fn sections(lines: &Lines<'_>, other: &Parser<'_, T>) -> usize {\n    lines.len() + other.len()\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        targets(&graph, "sections"),
+        [
+            ("lines.len".to_owned(), "lines::Lines::len".to_owned()),
+            ("other.len".to_owned(), "unresolved".to_owned()),
         ]
     );
 }

@@ -181,18 +181,22 @@
       (generic_type)
     ] @inherit.base))
 
-; Parameters declared with a type (`store: &Store`, `s: &mut Store`, `s: crate::a::Store`):
+; Parameters declared with a type (`store: &Store`, `s: &mut Store`, `s: crate::a::Store`,
+; `lines: &Lines<'_>`):
 ; a call on the parameter is a call on that type.
 (parameter
   pattern: (identifier) @bind.name
   type: [
     (type_identifier) @bind.type
     (scoped_type_identifier) @bind.type
+    ; With lifetimes alone (`Lines<'_>`); other generic types name no one type.
+    (generic_type) @bind.type
     ; The referenced type alone: `&'a Store` would compact to one word with its lifetime.
     (reference_type
       type: [
         (type_identifier)
         (scoped_type_identifier)
+        (generic_type)
       ] @bind.type)
   ])
 
@@ -205,11 +209,14 @@
   type: [
     (type_identifier) @bind.type
     (scoped_type_identifier) @bind.type
+    ; With lifetimes alone (`Lines<'_>`); other generic types name no one type.
+    (generic_type) @bind.type
     ; The referenced type alone: `&'a Store` would compact to one word with its lifetime.
     (reference_type
       type: [
         (type_identifier)
         (scoped_type_identifier)
+        (generic_type)
       ] @bind.type)
   ])
 
@@ -242,10 +249,13 @@
   type: [
     (type_identifier) @bind.type
     (scoped_type_identifier) @bind.type
+    ; With lifetimes alone (`Lines<'_>`); other generic types name no one type.
+    (generic_type) @bind.type
     ; The referenced type alone: `&'a Store` would compact to one word with its lifetime.
     (reference_type
       type: [
         (type_identifier)
         (scoped_type_identifier)
+        (generic_type)
       ] @bind.type)
   ])
