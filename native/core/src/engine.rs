@@ -413,15 +413,15 @@ fn in_file_order(scored: &mut [(f32, (u64, Channels))], lx: &Lexical, query: &Qu
 /// long for one chunk) are consecutive chunks of its file with its path and kind (two
 /// overloads with other code between them stay apart, and so do a Rust struct and the
 /// `impl` block after it); any other chunk is its own.
-fn unit_head(lx: &Lexical, mut key: u64) -> u64 {
-    while let Some(doc) = lx.docs.get(&key)
-        && !doc.local_path.is_empty()
-        && let Some(before) = ordinal_of(key)
-            .checked_sub(1)
-            .map(|o| doc_key(path_id_of(key), o))
-        && let Some(previous) = lx.docs.get(&before)
-        && previous.local_path == doc.local_path
-        && previous.kind == doc.kind
+fn unit_head(lx: &Lexical, key: u64) -> u64 {
+    run_start(key, |a, b| continues_unit(lx, a, b).is_some())
+}
+
+/// The first chunk of the run of `key`'s file that holds `key` and whose neighbours are each
+/// `joined(before, after)`.
+fn run_start(mut key: u64, joined: impl Fn(u64, u64) -> bool) -> u64 {
+    while let [Some(before), _] = adjacent_keys(key)
+        && joined(before, key)
     {
         key = before;
     }
@@ -447,40 +447,35 @@ type Spans = HashMap<u64, (u64, u64)>;
 /// Scored chunk keys with the channels that found them.
 type Ranked = Vec<(f32, (u64, Channels))>;
 
+/// The chunks `key` and `next` when `next` comes right after `key` in its file with the same
+/// (non-empty) path and kind: two windows of one unit, or two definitions of one name.
+fn continues_unit(lx: &Lexical, key: u64, next: u64) -> Option<(&DocMeta, &DocMeta)> {
+    let (a, b) = (lx.docs.get(&key)?, lx.docs.get(&next)?);
+    (adjacent_keys(key)[1] == Some(next)
+        && !a.local_path.is_empty()
+        && a.local_path == b.local_path
+        && a.kind == b.kind)
+        .then_some((a, b))
+}
+
 /// Whether chunk `next` is the window after chunk `key` in one unit split for length: the
 /// unit's windows overlap by a few lines, which tells them from overloads of one name
 /// written one after the other.
 fn next_window(lx: &Lexical, key: u64, next: u64) -> bool {
-    match (lx.docs.get(&key), lx.docs.get(&next)) {
-        (Some(a), Some(b)) => {
-            path_id_of(key) == path_id_of(next)
-                && ordinal_of(key).checked_add(1) == Some(ordinal_of(next))
-                && !a.local_path.is_empty()
-                && a.local_path == b.local_path
-                && a.kind == b.kind
-                && b.start_line <= a.end_line
-        }
-        _ => false,
-    }
+    continues_unit(lx, key, next).is_some_and(|(a, b)| b.start_line <= a.end_line)
 }
 
 /// The windows of the unit chunk `key` belongs to, `key` among them, in order (`key` alone
 /// for a chunk that is not a window).
 fn unit_windows(lx: &Lexical, key: u64) -> Vec<u64> {
-    let at = |ordinal: u32| doc_key(path_id_of(key), ordinal);
-    let mut first = ordinal_of(key);
-    while let Some(before) = first.checked_sub(1)
-        && next_window(lx, at(before), at(first))
+    let mut windows = vec![run_start(key, |a, b| next_window(lx, a, b))];
+    while let Some(&last) = windows.last()
+        && let [_, Some(after)] = adjacent_keys(last)
+        && next_window(lx, last, after)
     {
-        first = before;
+        windows.push(after);
     }
-    let mut last = ordinal_of(key);
-    while let Some(after) = last.checked_add(1)
-        && next_window(lx, at(last), at(after))
-    {
-        last = after;
-    }
-    (first..=last).map(at).collect()
+    windows
 }
 
 /// The first `limit` of `ranked` (in rank order), with each window among the first
@@ -500,9 +495,7 @@ fn fold_windows(ranked: Ranked, lx: &Lexical, horizon: usize, limit: usize) -> (
         if rank >= horizon && kept.len() >= limit {
             break;
         }
-        let ordinal = ordinal_of(key);
-        let before = ordinal.checked_sub(1).map(|o| doc_key(path_id_of(key), o));
-        let after = ordinal.checked_add(1).map(|o| doc_key(path_id_of(key), o));
+        let [before, after] = adjacent_keys(key);
         let joined = if rank < horizon {
             before
                 .filter(|&b| next_window(lx, b, key))
