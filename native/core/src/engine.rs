@@ -1604,7 +1604,8 @@ impl Engine {
             _ => &[],
         };
         // Without restrictions every indexed chunk is allowed: no per-candidate lookups.
-        let filter: Option<&dyn Fn(u64) -> bool> = Lexical::restricted(req).then_some(&allowed);
+        let filter: Option<crate::bm25::KeyFilter<'_>> =
+            Lexical::restricted(req).then_some(&allowed);
         let candidates = lx
             .bm25
             .search_terms_including(&query.terms, k, filter, defining);
@@ -1826,7 +1827,7 @@ impl Engine {
         &self,
         query: &Query,
         lexical: Vec<(u64, f32)>,
-        allowed: Option<&dyn Fn(u64) -> bool>,
+        allowed: Option<crate::bm25::KeyFilter<'_>>,
     ) -> Result<Vec<(u64, f32, Channels)>> {
         #[cfg(feature = "embed")]
         if query.class == QueryClass::NaturalLanguage {

@@ -136,7 +136,7 @@ impl Semantic {
     pub(crate) fn search(
         &self,
         query: &str,
-        allowed: Option<&dyn Fn(u64) -> bool>,
+        allowed: Option<crate::bm25::KeyFilter<'_>>,
     ) -> Result<Vec<(u64, f32)>> {
         if self.graph.is_empty() {
             return Ok(Vec::new());
@@ -152,7 +152,7 @@ impl Semantic {
         &self,
         vector: &[f32],
         k: usize,
-        allowed: Option<&dyn Fn(u64) -> bool>,
+        allowed: Option<crate::bm25::KeyFilter<'_>>,
     ) -> Result<Vec<(u64, f32)>> {
         // The graph calls the filter for every node it weighs: keep the common case (no
         // restriction) to one map probe.

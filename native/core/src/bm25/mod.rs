@@ -346,15 +346,18 @@ pub enum Bm25Error {
     },
 }
 
+/// Keeps a document's key or not. Shared with the threads that walk part of a broad query.
+pub type KeyFilter<'a> = &'a (dyn Fn(u64) -> bool + Sync);
+
 /// How a search walks the postings; all give the same answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Strategy {
-    /// Sparse for selective queries, pruned for broad ones.
+    /// Sparse for selective queries, pruned for broad ones (split when there are helpers).
     Auto,
     /// Every posting into (doc, score) pairs, merged after a sort.
     Sparse,
-    /// MaxScore with block skips ([`prune`]).
-    Prune,
+    /// MaxScore with block skips ([`prune`]), over this many ranges of documents.
+    Prune(usize),
 }
 
 /// An in-memory BM25F index of documents identified by caller-chosen `u64` keys.
@@ -1003,12 +1006,7 @@ impl Bm25Index {
     /// lengths. It is called lazily, only for matching keys that could still enter the top `k`,
     /// in no particular order, so it should be a pure predicate.
     #[must_use]
-    pub fn search(
-        &self,
-        query: &str,
-        k: usize,
-        filter: Option<&dyn Fn(u64) -> bool>,
-    ) -> Vec<(u64, f32)> {
+    pub fn search(&self, query: &str, k: usize, filter: Option<KeyFilter<'_>>) -> Vec<(u64, f32)> {
         let mut ids = Vec::new();
         analyzer::for_each_token(query, |token| {
             if let Some(t) = self.terms.get(token) {
@@ -1024,7 +1022,7 @@ impl Bm25Index {
         &self,
         terms: &[String],
         k: usize,
-        filter: Option<&dyn Fn(u64) -> bool>,
+        filter: Option<KeyFilter<'_>>,
     ) -> Vec<(u64, f32)> {
         self.search_terms_including(terms, k, filter, &[])
     }
@@ -1038,7 +1036,7 @@ impl Bm25Index {
         &self,
         terms: &[String],
         k: usize,
-        filter: Option<&dyn Fn(u64) -> bool>,
+        filter: Option<KeyFilter<'_>>,
         include: &[u64],
     ) -> Vec<(u64, f32)> {
         let ids = terms.iter().filter_map(|t| self.terms.get(t)).collect();
@@ -1088,7 +1086,7 @@ impl Bm25Index {
         &self,
         ids: Vec<u32>,
         k: usize,
-        filter: Option<&dyn Fn(u64) -> bool>,
+        filter: Option<KeyFilter<'_>>,
     ) -> Vec<(u64, f32)> {
         self.search_ids_including(ids, k, filter, &[], Strategy::Auto)
     }
@@ -1098,7 +1096,7 @@ impl Bm25Index {
         &self,
         mut ids: Vec<u32>,
         k: usize,
-        filter: Option<&dyn Fn(u64) -> bool>,
+        filter: Option<KeyFilter<'_>>,
         include: &[u64],
         strategy: Strategy,
     ) -> Vec<(u64, f32)> {
@@ -1151,7 +1149,7 @@ impl Bm25Index {
         let expected: usize = ids.iter().map(|&t| self.df[t as usize] as usize).sum();
         let strategy = match strategy {
             Strategy::Auto if expected.saturating_mul(16) < self.keys.len() => Strategy::Sparse,
-            Strategy::Auto => Strategy::Prune,
+            Strategy::Auto => Strategy::Prune(prune::split_parts(expected)),
             chosen => chosen,
         };
         match strategy {
@@ -1184,8 +1182,8 @@ impl Bm25Index {
                         .map_or(0.0, |i| merged[i].1)
                 })
             }
-            Strategy::Prune => {
-                let top = self.maxscore_top_k(&ids, &idfs, &field_norms, k, filter);
+            Strategy::Prune(parts) => {
+                let top = self.maxscore_top_k(&ids, &idfs, &field_norms, k, filter, parts);
                 let scores = self.score_docs(&ids, &idfs, &field_norms, &included);
                 finish(top, &|d| {
                     scores
@@ -1200,7 +1198,7 @@ impl Bm25Index {
         &self,
         candidates: impl Iterator<Item = (u32, f32)>,
         k: usize,
-        filter: Option<&dyn Fn(u64) -> bool>,
+        filter: Option<KeyFilter<'_>>,
     ) -> Vec<(u64, f32)> {
         let mut top = TopK::new(k);
         for (doc, score) in candidates {
@@ -2065,7 +2063,7 @@ impl TopK {
         &mut self,
         score: f32,
         key: impl FnOnce() -> u64,
-        filter: Option<&dyn Fn(u64) -> bool>,
+        filter: Option<KeyFilter<'_>>,
     ) -> bool {
         // A document touched only through zero contributions (zero weights) stays out.
         if score.partial_cmp(&0.0) != Some(Ordering::Greater) || self.k == 0 {
@@ -2431,7 +2429,7 @@ mod tests {
         docs: &BTreeMap<u64, RawDoc>,
         query: &str,
         k: usize,
-        filter: Option<&dyn Fn(u64) -> bool>,
+        filter: Option<KeyFilter<'_>>,
     ) {
         let terms = analyze_to_vec(query);
         let all = oracle(docs, &terms, index.params());
@@ -2450,7 +2448,12 @@ mod tests {
         );
         // Both walks of the postings give the same answer, whichever `Auto` picked.
         let ids: Vec<u32> = terms.iter().filter_map(|t| index.terms.get(t)).collect();
-        for strategy in [Strategy::Sparse, Strategy::Prune] {
+        for strategy in [
+            Strategy::Sparse,
+            Strategy::Prune(1),
+            Strategy::Prune(2),
+            Strategy::Prune(5),
+        ] {
             assert_eq!(
                 index.search_ids_including(ids.clone(), k, filter, &[], strategy),
                 got,
@@ -2488,7 +2491,7 @@ mod tests {
         let include: Vec<u64> = docs.keys().copied().step_by(3).chain([u64::MAX]).collect();
         let with = index.search_terms_including(&terms, k, filter, &include);
         assert_eq!(
-            index.search_ids_including(ids.clone(), k, filter, &include, Strategy::Prune),
+            index.search_ids_including(ids.clone(), k, filter, &include, Strategy::Prune(3)),
             with,
             "query {query:?} k {k}: included keys, pruned"
         );
@@ -2787,11 +2790,18 @@ mod tests {
                 for terms in &queries {
                     let ids: Vec<u32> = terms.iter().filter_map(|t| index.terms.get(t)).collect();
                     let k = 1 + step % 4;
-                    let pruned =
-                        index.search_ids_including(ids.clone(), k, None, &[], Strategy::Prune);
                     let sparse =
                         index.search_ids_including(ids.clone(), k, None, &[], Strategy::Sparse);
-                    assert_eq!(pruned, sparse, "seed {seed} step {step} terms {terms:?}");
+                    for parts in [1, 3] {
+                        let pruned = index.search_ids_including(
+                            ids.clone(),
+                            k,
+                            None,
+                            &[],
+                            Strategy::Prune(parts),
+                        );
+                        assert_eq!(pruned, sparse, "seed {seed} step {step} terms {terms:?}");
+                    }
                 }
             }
         }

@@ -16,10 +16,21 @@
 //! blocks and bounds are computed on its first use in a query and kept until the index changes
 //! ([`SkipCache`]). Building them costs one pass over the term's postings, the price of one
 //! exhaustive query.
+//!
+//! A broad query's documents are also walked by more than one thread when a core is idle: the
+//! internal ids are cut into ranges that the thread asking and the query helpers take in turn.
+//! θ is shared: a walker's k-th best score, and the least of the walkers' `⌈k / walkers⌉`-th
+//! best (together they hold k documents at least that good), both bound the index's k-th
+//! best from below, so each walker prunes almost as well as one walk over everything would.
+//! Each walker keeps its own top k; the answer is the top k of theirs, the same as a single
+//! walk's to the last bit.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use super::{Bm25Index, FieldNorms, NUM_FIELDS, TopK, decode_posting};
+use super::{Bm25Index, FieldNorms, KeyFilter, NUM_FIELDS, TopK, decode_posting};
 use crate::hash::IntMap;
 
 /// Postings per block: the unit skipped without decoding (tiny in tests so skips happen).
@@ -152,100 +163,67 @@ impl Bm25Index {
     }
 
     /// The exact top `k` of the terms `ids` (sorted, distinct, each with live documents),
-    /// visiting as few postings as MaxScore allows.
+    /// visiting as few postings as MaxScore allows. With `walkers` > 1 the internal ids are cut
+    /// into ranges, walked side by side by this thread and the query helpers ([`Helpers`]),
+    /// which share one θ: the k-th best score of any walker bounds the whole index's from
+    /// below, so each prunes as well as a single walk would.
     pub(super) fn maxscore_top_k(
         &self,
         ids: &[u32],
         idfs: &[f32],
         norms: &FieldNorms,
         k: usize,
-        filter: Option<&dyn Fn(u64) -> bool>,
+        filter: Option<KeyFilter<'_>>,
+        walkers: usize,
     ) -> Vec<(u64, f32)> {
         if k == 0 {
             return Vec::new();
         }
-        let k1 = self.params.k1;
         let skips: Vec<Arc<TermSkips>> = ids.iter().map(|&t| self.term_skips(t, norms)).collect();
-        let mut cursors = self.cursors(ids, idfs, &skips);
-        cursors.sort_by(|a, b| a.ub.total_cmp(&b.ub).then(a.order.cmp(&b.order)));
-        // prefix[i]: the most the i + 1 weakest terms can add together.
-        let prefix: Vec<f32> = cursors
-            .iter()
-            .scan(0.0f32, |sum, c| {
-                *sum += c.ub;
-                Some(*sum)
-            })
+        let end = u32::try_from(self.keys.len()).unwrap_or(EXHAUSTED);
+        // Only idle helpers are asked: a query never waits for one busy with another query.
+        let lease = (walkers > 1)
+            .then(Helpers::get)
+            .flatten()
+            .map(|helpers| helpers.lease(walkers - 1))
+            .filter(|lease| lease.count > 0);
+        let walkers = 1 + lease.as_ref().map_or(0, |lease| lease.count);
+        let walk = Walk {
+            index: self,
+            ids,
+            idfs,
+            skips: &skips,
+            norms,
+            k,
+            filter,
+            theta: Padded(AtomicU32::new(0)),
+            shares: (0..walkers).map(|_| Padded(AtomicU32::new(0))).collect(),
+        };
+        let Some(lease) = lease else {
+            return walk
+                .ranges(0, &[0, end], &AtomicUsize::new(0))
+                .into_sorted();
+        };
+        // More ranges than walkers, taken in turn, so that a walker whose ranges hold fewer
+        // postings takes more of them.
+        let count = walkers * RANGES_PER_WALKER;
+        let bounds: Vec<u32> = (0..=count)
+            .map(|i| u32::try_from(self.keys.len() * i / count).unwrap_or(end))
             .collect();
-        let all_live = self.live_docs == self.keys.len();
-        let mut contrib = vec![0.0f32; ids.len()];
+        let next = AtomicUsize::new(0);
+        let (walk, bounds, next) = (&walk, &bounds, &next);
+        let mut tops: Vec<Option<TopK>> = (1..walkers).map(|_| None).collect();
+        let mine = lease.pool.in_place_scope(|scope| {
+            for (w, slot) in (1..).zip(&mut tops) {
+                scope.spawn(move |_| *slot = Some(walk.ranges(w, bounds, next)));
+            }
+            walk.ranges(0, bounds, next)
+        });
+        drop(lease);
+        let tops = std::iter::once(mine).chain(tops.into_iter().flatten());
         let mut top = TopK::new(k);
-        let mut theta = 0.0f32;
-        // cursors[..essential] are non-essential.
-        let mut essential = 0;
-        while let Some(doc) = cursors[essential..]
-            .iter()
-            .map(|c| c.doc)
-            .min()
-            .filter(|&d| d != EXHAUSTED)
-        {
-            let d = doc as usize;
-            let live = all_live || self.is_live(d);
-            let lens = &self.lens[d];
-            let mut partial = 0.0f32;
-            for c in &mut cursors[essential..] {
-                if c.doc == doc {
-                    if live {
-                        let s = c.score(k1, norms, lens);
-                        contrib[c.order] = s;
-                        partial += s;
-                    }
-                    c.advance();
-                }
-            }
-            if !live {
-                continue;
-            }
-            let mut reachable = true;
-            for i in (0..essential).rev() {
-                // `partial` is summed in another order than the final score: the slack keeps a
-                // document that would tie θ from being dropped by a rounding difference.
-                if (partial + prefix[i]) * SLACK < theta {
-                    reachable = false;
-                    break;
-                }
-                let c = &mut cursors[i];
-                c.skip_blocks(doc);
-                if c.doc < doc {
-                    // Not decoded yet: the bound of the block holding `doc` may already rule
-                    // it out.
-                    let rest = if i == 0 { 0.0 } else { prefix[i - 1] };
-                    if (partial + c.block_bound(k1) + rest) * SLACK < theta {
-                        reachable = false;
-                        break;
-                    }
-                    c.seek(doc);
-                }
-                if c.doc == doc {
-                    let s = c.score(k1, norms, lens);
-                    contrib[c.order] = s;
-                    partial += s;
-                }
-            }
-            // Summed in term order, as the accumulators do, for identical scores and ties.
-            let score = contrib.iter().fold(0.0f32, |sum, &s| sum + s);
-            contrib.fill(0.0);
-            if !reachable || !top.offer(score, || self.keys[d], filter) {
-                continue;
-            }
-            if let Some(worst) = top.threshold() {
-                theta = worst;
-                while essential < cursors.len() && prefix[essential] < theta {
-                    essential += 1;
-                }
-                if essential == cursors.len() {
-                    break; // no document can beat the k-th any more
-                }
-            }
+        for (key, score) in tops.flat_map(TopK::into_sorted) {
+            top.offer(score, || key, None);
         }
         top.into_sorted()
     }
@@ -295,6 +273,282 @@ impl Bm25Index {
                 Cursor::new(arena, tail, skips, idf, ub, order)
             })
             .collect()
+    }
+}
+
+/// Postings counted over a broad query's terms from which its walk is split between threads
+/// ([`Bm25Index::maxscore_top_k`]): below it, handing a range to a helper costs more than it
+/// saves.
+pub(super) const SPLIT_MIN_POSTINGS: usize = if cfg!(test) { 16 } else { 1 << 12 };
+
+/// Documents a walker visits between two looks at the other walkers' scores.
+const SHARED_EVERY: u32 = 16;
+
+/// Ranges of documents per walker of a split query.
+const RANGES_PER_WALKER: usize = 8;
+
+/// Threads that walk part of a broad query's postings beside the thread that asked: one
+/// fewer than the cores (at most three), none on one core. They are not rayon's global pool,
+/// so a query never waits behind an indexing run's parse jobs.
+struct Helpers {
+    pool: rayon::ThreadPool,
+    /// Threads of the pool no query holds.
+    idle: AtomicUsize,
+}
+
+/// Helpers held by one query until it is dropped.
+struct Lease {
+    pool: &'static rayon::ThreadPool,
+    count: usize,
+}
+
+impl Helpers {
+    fn get() -> Option<&'static Helpers> {
+        static HELPERS: OnceLock<Option<Helpers>> = OnceLock::new();
+        HELPERS
+            .get_or_init(|| {
+                let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+                let threads = cores.saturating_sub(1).min(3);
+                if threads == 0 {
+                    return None;
+                }
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("coderecall-query-{i}"))
+                    .build()
+                    .ok()?;
+                Some(Helpers {
+                    pool,
+                    idle: AtomicUsize::new(threads),
+                })
+            })
+            .as_ref()
+    }
+
+    /// Up to `wanted` idle helpers (perhaps none).
+    fn lease(&'static self, wanted: usize) -> Lease {
+        let mut idle = self.idle.load(AtomicOrdering::Relaxed);
+        loop {
+            let count = wanted.min(idle);
+            if count == 0 {
+                return Lease {
+                    pool: &self.pool,
+                    count: 0,
+                };
+            }
+            match self.idle.compare_exchange_weak(
+                idle,
+                idle - count,
+                AtomicOrdering::Acquire,
+                AtomicOrdering::Relaxed,
+            ) {
+                Ok(_) => {
+                    return Lease {
+                        pool: &self.pool,
+                        count,
+                    };
+                }
+                Err(now) => idle = now,
+            }
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if self.count > 0
+            && let Some(helpers) = Helpers::get()
+        {
+            helpers.idle.fetch_add(self.count, AtomicOrdering::Release);
+        }
+    }
+}
+
+/// How many threads walk a broad query of `postings` postings: this one and every helper.
+pub(super) fn split_parts(postings: usize) -> usize {
+    match Helpers::get() {
+        Some(helpers) if postings >= SPLIT_MIN_POSTINGS => helpers.pool.current_num_threads() + 1,
+        _ => 1,
+    }
+}
+
+/// One MaxScore query, walked over ranges of internal ids that share its θ.
+struct Walk<'a> {
+    index: &'a Bm25Index,
+    ids: &'a [u32],
+    idfs: &'a [f32],
+    skips: &'a [Arc<TermSkips>],
+    norms: &'a FieldNorms,
+    k: usize,
+    filter: Option<KeyFilter<'a>>,
+    /// The best k-th score any walker has reached, as f32 bits (scores are never negative,
+    /// so their bits order as they do).
+    theta: Padded<AtomicU32>,
+    /// Each walker's `⌈k / walkers⌉`-th best score (0 until it has that many): together the
+    /// walkers hold k documents scoring at least the least of them, so θ is at least that
+    /// long before any one walker holds k documents of its own.
+    shares: Box<[Padded<AtomicU32>]>,
+}
+
+/// A value alone on its cache lines (two: Intel fetches lines in pairs), so that writing it
+/// does not slow down reading what would sit beside it.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl Walk<'_> {
+    /// The least score the k-th best document of the index can have, as far as the walkers
+    /// know.
+    fn theta(&self) -> f32 {
+        let least_share = self
+            .shares
+            .iter()
+            .map(|s| s.0.load(AtomicOrdering::Relaxed))
+            .min()
+            .unwrap_or(0);
+        f32::from_bits(self.theta.0.load(AtomicOrdering::Relaxed).max(least_share))
+    }
+
+    /// The top k of the ranges of internal ids this walker takes from `bounds` (ranges
+    /// `bounds[i]..bounds[i + 1]`, claimed through `next`): every document of those ranges that
+    /// can be in the top k of the whole index is in it.
+    fn ranges(&self, walker: usize, bounds: &[u32], next: &AtomicUsize) -> TopK {
+        let index = self.index;
+        let k1 = index.params.k1;
+        let norms = self.norms;
+        let mut cursors = index.cursors(self.ids, self.idfs, self.skips);
+        cursors.sort_by(|a, b| a.ub.total_cmp(&b.ub).then(a.order.cmp(&b.order)));
+        // prefix[i]: the most the i + 1 weakest terms can add together.
+        let prefix: Vec<f32> = cursors
+            .iter()
+            .scan(0.0f32, |sum, c| {
+                *sum += c.ub;
+                Some(*sum)
+            })
+            .collect();
+        let all_live = index.live_docs == index.keys.len();
+        let mut contrib = vec![0.0f32; self.ids.len()];
+        let mut top = TopK::new(self.k);
+        // This walker's best `share` scores, as bits, when there are other walkers.
+        let share = self.k.div_ceil(self.shares.len());
+        let mut best = BinaryHeap::with_capacity(share + 1);
+        let mut published = 0;
+        let mut theta = 0.0f32;
+        // cursors[..essential] are non-essential.
+        let mut essential = 0;
+        let mut hi = 0;
+        let mut steps = 0u32;
+        loop {
+            // Another walker may have raised θ (looked at now and then: the values sit on
+            // cache lines the other walkers write).
+            steps = steps.wrapping_add(1);
+            let shared = if steps.is_multiple_of(SHARED_EVERY) {
+                self.theta()
+            } else {
+                0.0
+            };
+            if shared > theta {
+                theta = shared;
+                while essential < cursors.len() && prefix[essential] < theta {
+                    essential += 1;
+                }
+                if essential == cursors.len() {
+                    break; // no document can beat the k-th any more
+                }
+            }
+            let doc = cursors[essential..]
+                .iter()
+                .map(|c| c.doc)
+                .min()
+                .unwrap_or(EXHAUSTED);
+            if doc >= hi {
+                // This range is done: on to the next one no walker has taken.
+                let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+                let (Some(&lo), Some(&end)) = (bounds.get(i), bounds.get(i + 1)) else {
+                    break;
+                };
+                for c in &mut cursors {
+                    c.seek(lo);
+                }
+                hi = end;
+                continue;
+            }
+            let d = doc as usize;
+            let live = all_live || index.is_live(d);
+            let lens = &index.lens[d];
+            let mut partial = 0.0f32;
+            for c in &mut cursors[essential..] {
+                if c.doc == doc {
+                    if live {
+                        let s = c.score(k1, norms, lens);
+                        contrib[c.order] = s;
+                        partial += s;
+                    }
+                    c.advance();
+                }
+            }
+            if !live {
+                continue;
+            }
+            let mut reachable = true;
+            for i in (0..essential).rev() {
+                // `partial` is summed in another order than the final score: the slack keeps a
+                // document that would tie θ from being dropped by a rounding difference.
+                if (partial + prefix[i]) * SLACK < theta {
+                    reachable = false;
+                    break;
+                }
+                let c = &mut cursors[i];
+                c.skip_blocks(doc);
+                if c.doc < doc {
+                    // Not decoded yet: the bound of the block holding `doc` may already rule
+                    // it out.
+                    let rest = if i == 0 { 0.0 } else { prefix[i - 1] };
+                    if (partial + c.block_bound(k1) + rest) * SLACK < theta {
+                        reachable = false;
+                        break;
+                    }
+                    c.seek(doc);
+                }
+                if c.doc == doc {
+                    let s = c.score(k1, norms, lens);
+                    contrib[c.order] = s;
+                    partial += s;
+                }
+            }
+            // Summed in term order, as the accumulators do, for identical scores and ties.
+            let score = contrib.iter().fold(0.0f32, |sum, &s| sum + s);
+            contrib.fill(0.0);
+            // Below θ a document cannot be among the k best of the whole index.
+            if !reachable || score < theta || !top.offer(score, || index.keys[d], self.filter) {
+                continue;
+            }
+            if self.shares.len() > 1 {
+                best.push(Reverse(score.to_bits()));
+                if best.len() > share {
+                    best.pop();
+                }
+                if best.len() == share
+                    && let Some(&Reverse(least)) = best.peek()
+                    && least > published
+                {
+                    published = least;
+                    self.shares[walker].0.store(least, AtomicOrdering::Relaxed);
+                }
+            }
+            if let Some(worst) = top.threshold().filter(|&worst| worst > theta) {
+                theta = worst;
+                self.theta
+                    .0
+                    .fetch_max(worst.to_bits(), AtomicOrdering::Relaxed);
+                while essential < cursors.len() && prefix[essential] < theta {
+                    essential += 1;
+                }
+                if essential == cursors.len() {
+                    break;
+                }
+            }
+        }
+        top
     }
 }
 
