@@ -1606,14 +1606,7 @@ impl Engine {
         // Without restrictions every indexed chunk is allowed: no per-candidate lookups.
         let filter: Option<crate::bm25::KeyFilter<'_>> =
             Lexical::restricted(req).then_some(&allowed);
-        let candidates = lx
-            .bm25
-            .search_terms_including(&query.terms, k, filter, defining);
-        let fused = if req.lexical_only {
-            only_lexical(candidates)
-        } else {
-            self.fuse_semantic(&query, candidates, filter)?
-        };
+        let fused = self.candidates(&query, k, filter, defining, lx, req.lexical_only)?;
         let mut scored: Vec<(f32, (u64, Channels))> = fused
             .into_iter()
             .filter_map(|(key, bm25, channels)| {
@@ -1819,30 +1812,41 @@ impl Engine {
         Ok(hits)
     }
 
-    /// The lexical candidates with the channels that found them; fused with the semantic
-    /// channel's for natural-language queries when a model is set.
+    /// The BM25F candidates of `query` with the channels that found them, fused with the
+    /// semantic channel's for a sentence when a model is set (and `lexical_only` is false):
+    /// the graph is searched on a query helper while this thread walks the postings.
     /// Identifiers and paths are exact lookups: nearest neighbours only dilute them.
     #[allow(clippy::unnecessary_wraps, unused_variables)]
-    fn fuse_semantic(
+    fn candidates(
         &self,
         query: &Query,
-        lexical: Vec<(u64, f32)>,
-        allowed: Option<crate::bm25::KeyFilter<'_>>,
+        k: usize,
+        filter: Option<crate::bm25::KeyFilter<'_>>,
+        defining: &[u64],
+        lx: &Lexical,
+        lexical_only: bool,
     ) -> Result<Vec<(u64, f32, Channels)>> {
+        let lexical = || {
+            lx.bm25
+                .search_terms_including(&query.terms, k, filter, defining)
+        };
         #[cfg(feature = "embed")]
-        if query.class == QueryClass::NaturalLanguage {
+        if !lexical_only && query.class == QueryClass::NaturalLanguage {
             let semantic = self
                 .semantic
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(semantic) = semantic.as_ref() {
-                let nearest = semantic.search(&query.body, allowed)?;
+                let (lexical, nearest) =
+                    crate::helpers::join(lexical, || semantic.search(&query.body, filter));
+                let nearest = nearest?;
                 if !nearest.is_empty() {
                     return Ok(crate::semantic::fuse(&lexical, &nearest, semantic.weight));
                 }
+                return Ok(only_lexical(lexical));
             }
         }
-        Ok(only_lexical(lexical))
+        Ok(only_lexical(lexical()))
     }
 
     /// Sets the embedding model of the semantic channel (`model` names it in the index:

@@ -28,10 +28,11 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{Bm25Index, FieldNorms, KeyFilter, NUM_FIELDS, TopK, decode_posting};
 use crate::hash::IntMap;
+use crate::helpers;
 
 /// Postings per block: the unit skipped without decoding (tiny in tests so skips happen).
 const BLOCK: usize = if cfg!(test) { 3 } else { 64 };
@@ -164,7 +165,7 @@ impl Bm25Index {
 
     /// The exact top `k` of the terms `ids` (sorted, distinct, each with live documents),
     /// visiting as few postings as MaxScore allows. With `walkers` > 1 the internal ids are cut
-    /// into ranges, walked side by side by this thread and the query helpers ([`Helpers`]),
+    /// into ranges, walked side by side by this thread and the query helpers ([`helpers`]),
     /// which share one θ: the k-th best score of any walker bounds the whole index's from
     /// below, so each prunes as well as a single walk would.
     pub(super) fn maxscore_top_k(
@@ -182,12 +183,8 @@ impl Bm25Index {
         let skips: Vec<Arc<TermSkips>> = ids.iter().map(|&t| self.term_skips(t, norms)).collect();
         let end = u32::try_from(self.keys.len()).unwrap_or(EXHAUSTED);
         // Only idle helpers are asked: a query never waits for one busy with another query.
-        let lease = (walkers > 1)
-            .then(Helpers::get)
-            .flatten()
-            .map(|helpers| helpers.lease(walkers - 1))
-            .filter(|lease| lease.count > 0);
-        let walkers = 1 + lease.as_ref().map_or(0, |lease| lease.count);
+        let lease = (walkers > 1).then(|| helpers::lease(walkers - 1)).flatten();
+        let walkers = 1 + lease.as_ref().map_or(0, helpers::Lease::count);
         let walk = Walk {
             index: self,
             ids,
@@ -213,7 +210,7 @@ impl Bm25Index {
         let next = AtomicUsize::new(0);
         let (walk, bounds, next) = (&walk, &bounds, &next);
         let mut tops: Vec<Option<TopK>> = (1..walkers).map(|_| None).collect();
-        let mine = lease.pool.in_place_scope(|scope| {
+        let mine = lease.pool().in_place_scope(|scope| {
             for (w, slot) in (1..).zip(&mut tops) {
                 scope.spawn(move |_| *slot = Some(walk.ranges(w, bounds, next)));
             }
@@ -287,88 +284,12 @@ const SHARED_EVERY: u32 = 16;
 /// Ranges of documents per walker of a split query.
 const RANGES_PER_WALKER: usize = 8;
 
-/// Threads that walk part of a broad query's postings beside the thread that asked: one
-/// fewer than the cores (at most three), none on one core. They are not rayon's global pool,
-/// so a query never waits behind an indexing run's parse jobs.
-struct Helpers {
-    pool: rayon::ThreadPool,
-    /// Threads of the pool no query holds.
-    idle: AtomicUsize,
-}
-
-/// Helpers held by one query until it is dropped.
-struct Lease {
-    pool: &'static rayon::ThreadPool,
-    count: usize,
-}
-
-impl Helpers {
-    fn get() -> Option<&'static Helpers> {
-        static HELPERS: OnceLock<Option<Helpers>> = OnceLock::new();
-        HELPERS
-            .get_or_init(|| {
-                let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-                let threads = cores.saturating_sub(1).min(3);
-                if threads == 0 {
-                    return None;
-                }
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .thread_name(|i| format!("coderecall-query-{i}"))
-                    .build()
-                    .ok()?;
-                Some(Helpers {
-                    pool,
-                    idle: AtomicUsize::new(threads),
-                })
-            })
-            .as_ref()
-    }
-
-    /// Up to `wanted` idle helpers (perhaps none).
-    fn lease(&'static self, wanted: usize) -> Lease {
-        let mut idle = self.idle.load(AtomicOrdering::Relaxed);
-        loop {
-            let count = wanted.min(idle);
-            if count == 0 {
-                return Lease {
-                    pool: &self.pool,
-                    count: 0,
-                };
-            }
-            match self.idle.compare_exchange_weak(
-                idle,
-                idle - count,
-                AtomicOrdering::Acquire,
-                AtomicOrdering::Relaxed,
-            ) {
-                Ok(_) => {
-                    return Lease {
-                        pool: &self.pool,
-                        count,
-                    };
-                }
-                Err(now) => idle = now,
-            }
-        }
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        if self.count > 0
-            && let Some(helpers) = Helpers::get()
-        {
-            helpers.idle.fetch_add(self.count, AtomicOrdering::Release);
-        }
-    }
-}
-
 /// How many threads walk a broad query of `postings` postings: this one and every helper.
 pub(super) fn split_parts(postings: usize) -> usize {
-    match Helpers::get() {
-        Some(helpers) if postings >= SPLIT_MIN_POSTINGS => helpers.pool.current_num_threads() + 1,
-        _ => 1,
+    if postings >= SPLIT_MIN_POSTINGS {
+        helpers::count() + 1
+    } else {
+        1
     }
 }
 

@@ -1,0 +1,135 @@
+//! Query helpers: threads that take part of one query's work beside the thread that asked it
+//! (a broad query's postings, or the semantic channel while BM25 runs).
+//!
+//! One fewer than the cores (at most three), none on one core. They are not rayon's global
+//! pool, so a query never waits behind an indexing run's parse jobs, and a query only ever
+//! asks for helpers that are idle: one busy with another query is not waited for.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+struct Helpers {
+    pool: rayon::ThreadPool,
+    /// Threads of the pool no query holds.
+    idle: AtomicUsize,
+}
+
+fn helpers() -> Option<&'static Helpers> {
+    static HELPERS: OnceLock<Option<Helpers>> = OnceLock::new();
+    HELPERS
+        .get_or_init(|| {
+            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+            let threads = cores.saturating_sub(1).min(3);
+            if threads == 0 {
+                return None;
+            }
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("coderecall-query-{i}"))
+                .build()
+                .ok()?;
+            Some(Helpers {
+                pool,
+                idle: AtomicUsize::new(threads),
+            })
+        })
+        .as_ref()
+}
+
+/// How many helpers there are (0 on one core).
+pub(crate) fn count() -> usize {
+    helpers().map_or(0, |h| h.pool.current_num_threads())
+}
+
+/// Idle helpers held by one query until it is dropped.
+pub(crate) struct Lease {
+    helpers: &'static Helpers,
+    count: usize,
+}
+
+impl Lease {
+    /// The pool to spawn the held helpers' work on: at most [`Lease::count`] jobs at a time.
+    pub(crate) fn pool(&self) -> &'static rayon::ThreadPool {
+        &self.helpers.pool
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.helpers.idle.fetch_add(self.count, Ordering::Release);
+    }
+}
+
+/// Up to `wanted` idle helpers, or `None` when none is idle.
+pub(crate) fn lease(wanted: usize) -> Option<Lease> {
+    let helpers = helpers()?;
+    let mut idle = helpers.idle.load(Ordering::Relaxed);
+    loop {
+        let count = wanted.min(idle);
+        if count == 0 {
+            return None;
+        }
+        match helpers.idle.compare_exchange_weak(
+            idle,
+            idle - count,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return Some(Lease { helpers, count }),
+            Err(now) => idle = now,
+        }
+    }
+}
+
+/// `(a(), b())`, with `b` on an idle helper while this thread runs `a`; both here, one after
+/// the other, when no helper is idle.
+#[cfg_attr(not(feature = "embed"), allow(dead_code))] // the semantic channel's
+pub(crate) fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA,
+    B: FnOnce() -> RB + Send,
+    RB: Send,
+{
+    let Some(lease) = lease(1) else {
+        return (a(), b());
+    };
+    let mut rb = None;
+    let ra = lease.pool().in_place_scope(|scope| {
+        scope.spawn(|_| rb = Some(b()));
+        a()
+    });
+    drop(lease);
+    (ra, rb.expect("the scope waits for its jobs"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_runs_both_and_leases_are_given_back() {
+        let idle = count();
+        let (a, b) = join(|| 1, || std::thread::current().name().map(str::to_owned));
+        assert_eq!(a, 1);
+        if idle > 0 {
+            assert!(b.is_some_and(|name| name.starts_with("coderecall-query-")));
+        }
+        // Every helper is idle again, and a lease never takes more than there are.
+        let all = lease(usize::MAX);
+        assert_eq!(all.as_ref().map_or(0, Lease::count), idle);
+        assert!(lease(1).is_none(), "all helpers are held");
+        let (a, b) = join(|| 2, || std::thread::current().name().map(str::to_owned));
+        assert_eq!(a, 2);
+        assert_eq!(
+            b,
+            std::thread::current().name().map(str::to_owned),
+            "ran here"
+        );
+        drop(all);
+        assert_eq!(lease(usize::MAX).map_or(0, |l| l.count()), idle);
+    }
+}
