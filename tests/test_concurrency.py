@@ -237,3 +237,83 @@ def test_four_processes_index_and_search_one_repository_at_once(
         assert status.files == fresh.status().files
     assert sorted(got) == sorted(want)
     assert os.path.exists(root / ".git" / "coderecall" / "write.lock")
+
+
+# In a fresh interpreter, so that nothing else has started rayon's global pool before the
+# fork (a child that inherits that pool without its threads hangs in it too: see the
+# stop note). Prints the parent's hits, whether a query helper ran, and the child's hits.
+FORK_AFTER_QUERY = textwrap.dedent(
+    """
+    import json, os, signal, sys, time
+    from pathlib import Path
+    from coderecall import CodeIndex
+
+    def query_threads():
+        names = []
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                names.append((task / "comm").read_text().strip())
+            except FileNotFoundError:
+                continue
+        return [n for n in names if n.startswith("coderecall-quer")]
+
+    root, query = Path(sys.argv[1]), sys.argv[2]
+    with CodeIndex(root) as index:
+        index.index(progress=False)
+        parent = [[h.path, h.start_line] for h in index.search(query, limit=10)]
+    helper = bool(query_threads())
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.close(read)
+            with CodeIndex(root) as child:
+                hits = [[h.path, h.start_line] for h in child.search(query, limit=10)]
+            os.write(write, json.dumps(hits).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        child = None
+    else:
+        with os.fdopen(read) as pipe:
+            child = json.loads(pipe.read() or "null")
+    print(json.dumps({"parent": parent, "helper": helper, "child": child}))
+    """
+)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the threads in /proc")
+def test_a_forked_child_answers_without_the_query_threads_it_did_not_inherit(
+    make_repo: MakeRepo,
+) -> None:
+    """A broad query's postings are walked by a second thread when a core is idle; a child
+    forked afterwards inherits that pool but none of its threads, and must search alone."""
+    files = {
+        f"handlers/mod_{i}.py": "".join(
+            f"def handle_{i}_{j}(request):\n    return parse_request(request, retries={j})\n\n\n"
+            for j in range(12)
+        )
+        for i in range(600)
+    }
+    root = make_repo(files)
+    run = subprocess.run(
+        [sys.executable, "-c", FORK_AFTER_QUERY, str(root), "handle parse request retries"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+    outcome = json.loads(run.stdout)
+    assert len(outcome["parent"]) == 10
+    if (os.cpu_count() or 1) > 1:
+        assert outcome["helper"], "the broad query did not start a query helper"
+    assert outcome["child"] is not None, "the forked child's search never returned"
+    assert outcome["child"] == outcome["parent"]

@@ -3,7 +3,8 @@
 //!
 //! One fewer than the cores (at most three), none on one core. They are not rayon's global
 //! pool, so a query never waits behind an indexing run's parse jobs, and a query only ever
-//! asks for helpers that are idle: one busy with another query is not waited for.
+//! asks for helpers that are idle: one busy with another query is not waited for. A forked
+//! child inherits the pool but not its threads: there a query has no helpers.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,6 +13,8 @@ struct Helpers {
     pool: rayon::ThreadPool,
     /// Threads of the pool no query holds.
     idle: AtomicUsize,
+    /// The process that started the threads.
+    pid: u32,
 }
 
 fn helpers() -> Option<&'static Helpers> {
@@ -31,9 +34,11 @@ fn helpers() -> Option<&'static Helpers> {
             Some(Helpers {
                 pool,
                 idle: AtomicUsize::new(threads),
+                pid: std::process::id(),
             })
         })
         .as_ref()
+        .filter(|helpers| helpers.pid == std::process::id())
 }
 
 /// How many helpers there are (0 on one core).
