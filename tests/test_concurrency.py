@@ -239,9 +239,11 @@ def test_four_processes_index_and_search_one_repository_at_once(
     assert os.path.exists(root / ".git" / "coderecall" / "write.lock")
 
 
-# In a fresh interpreter, so that nothing else has started rayon's global pool before the
-# fork (a child that inherits that pool without its threads hangs in it too: see the
-# stop note). Prints the parent's hits, whether a query helper ran, and the child's hits.
+# In a fresh interpreter, so that the threads the parent started are the ones this script
+# started. The parent indexes, then opens the index again (which decodes its saved lexical
+# snapshot in parallel) and runs a broad query (walked by a query helper); a forked child
+# inherits those pools without their threads. Prints the parent's hits, whether a query
+# helper ran, and the child's hits (null if the child never answered).
 FORK_AFTER_QUERY = textwrap.dedent(
     """
     import json, os, signal, sys, time
@@ -260,6 +262,7 @@ FORK_AFTER_QUERY = textwrap.dedent(
     root, query = Path(sys.argv[1]), sys.argv[2]
     with CodeIndex(root) as index:
         index.index(progress=False)
+    with CodeIndex(root) as index:
         parent = [[h.path, h.start_line] for h in index.search(query, limit=10)]
     helper = bool(query_threads())
     read, write = os.pipe()
@@ -291,11 +294,12 @@ FORK_AFTER_QUERY = textwrap.dedent(
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the threads in /proc")
-def test_a_forked_child_answers_without_the_query_threads_it_did_not_inherit(
+def test_a_forked_child_opens_and_searches_without_the_threads_it_did_not_inherit(
     make_repo: MakeRepo,
 ) -> None:
-    """A broad query's postings are walked by a second thread when a core is idle; a child
-    forked afterwards inherits that pool but none of its threads, and must search alone."""
+    """A child forked after its parent opened an index and ran a broad query (postings
+    walked by a second thread) inherits the native pools without their threads: it must
+    open the index and search all the same."""
     files = {
         f"handlers/mod_{i}.py": "".join(
             f"def handle_{i}_{j}(request):\n    return parse_request(request, retries={j})\n\n\n"

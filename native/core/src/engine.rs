@@ -964,9 +964,11 @@ impl Engine {
         // Best effort: only disk space is at stake.
         let _ = fs::remove_file(dir.join(LEGACY_LEXICAL_FILE));
         let snapshot = dir.join(lexical_file(view));
-        let loaded = Bm25Index::load(&snapshot)
-            .ok()
-            .and_then(|(bm25, meta)| Lexical::decode(bm25, &meta));
+        let loaded = crate::helpers::in_own_pool(|| {
+            Bm25Index::load(&snapshot)
+                .ok()
+                .and_then(|(bm25, meta)| Lexical::decode(bm25, &meta))
+        });
         let lexical = loaded.unwrap_or_else(|| {
             // Missing, damaged, or of another format or analyzer version: rebuilt from the
             // store, and written as soon as it is. Left in place, a small index's unusable
@@ -2340,8 +2342,8 @@ impl Engine {
         if !path.exists() {
             return Ok(None); // not written yet: built from the store when next opened
         }
-        let snapshot = match Bm25Index::load(&path) {
-            Ok((bm25, meta)) => Lexical::decode(bm25, &meta),
+        let snapshot = match crate::helpers::in_own_pool(|| Bm25Index::load(&path)) {
+            Ok((bm25, meta)) => crate::helpers::in_own_pool(|| Lexical::decode(bm25, &meta)),
             Err(e) => return Ok(Some(format!("lexical index: {e}"))),
         };
         let Some(snapshot) = snapshot else {

@@ -5,9 +5,13 @@
 //! pool, so a query never waits behind an indexing run's parse jobs, and a query only ever
 //! asks for helpers that are idle: one busy with another query is not waited for. A forked
 //! child inherits the pool but not its threads: there a query has no helpers.
+//!
+//! [`in_own_pool`] is the same care for the parallel work outside indexing (decoding a saved
+//! lexical snapshot, scoring memory vectors): a pool this process owns, rebuilt in a child.
 
-use std::sync::OnceLock;
+use std::num::NonZero;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 struct Helpers {
     pool: rayon::ThreadPool,
@@ -109,6 +113,36 @@ where
     });
     drop(lease);
     (ra, rb.expect("the scope waits for its jobs"))
+}
+
+/// Runs `f` on a pool of one thread per core that belongs to this process: its parallel
+/// iterators run there instead of on rayon's global pool, whose threads a forked child does
+/// not have (a child that inherited a started global pool waits forever on it). Rebuilt in a
+/// forked child; `f` runs here, on one thread, if no pool can be started.
+pub fn in_own_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let pool = {
+        let mut slot = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.as_ref() {
+            Some((owner, pool)) if *owner == pid => Some(Arc::clone(pool)),
+            _ => {
+                let threads = std::thread::available_parallelism().map_or(2, NonZero::get);
+                let built = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("coderecall-work-{i}"))
+                    .build()
+                    .ok()
+                    .map(Arc::new);
+                *slot = built.as_ref().map(|pool| (pid, Arc::clone(pool)));
+                built
+            }
+        }
+    };
+    match pool {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
 }
 
 #[cfg(test)]

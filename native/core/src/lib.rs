@@ -24,7 +24,7 @@ pub mod engine;
 pub mod error;
 pub mod graph;
 pub mod hash;
-mod helpers;
+pub mod helpers;
 pub mod irregular;
 pub mod lang;
 pub mod outline;
