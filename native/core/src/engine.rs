@@ -942,7 +942,6 @@ pub struct Engine {
     done: AtomicUsize,
     total: AtomicUsize,
     cancel: AtomicBool,
-    pool: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>>,
     weights: RwLock<Weights>,
     /// The call graph of the view at a generation, built on first use after a change.
     graph: Mutex<Option<(u64, Arc<Graph>)>>,
@@ -985,7 +984,6 @@ impl Engine {
             done: AtomicUsize::new(0),
             total: AtomicUsize::new(0),
             cancel: AtomicBool::new(false),
-            pool: Mutex::new(None),
             weights: RwLock::new(Weights::default()),
             graph: Mutex::new(None),
             #[cfg(feature = "embed")]
@@ -1000,24 +998,11 @@ impl Engine {
         m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A private pool, rebuilt in a forked child whose inherited pool has no threads.
+    /// The process's own pool ([`crate::helpers::own_pool`]), rebuilt in a forked child
+    /// whose inherited pool has no threads.
     fn pool(&self) -> Result<Arc<rayon::ThreadPool>> {
-        let pid = std::process::id();
-        let mut slot = Self::lock(&self.pool);
-        if let Some((owner, pool)) = slot.as_ref()
-            && *owner == pid
-        {
-            return Ok(pool.clone());
-        }
-        let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("coderecall-{i}"))
-            .build()
-            .map_err(|e| Error::InvalidArgument(format!("cannot start worker threads: {e}")))?;
-        let pool = Arc::new(pool);
-        *slot = Some((pid, pool.clone()));
-        Ok(pool)
+        crate::helpers::own_pool()
+            .ok_or_else(|| Error::InvalidArgument("cannot start worker threads".into()))
     }
 
     #[must_use]
@@ -2342,8 +2327,10 @@ impl Engine {
         if !path.exists() {
             return Ok(None); // not written yet: built from the store when next opened
         }
-        let snapshot = match crate::helpers::in_own_pool(|| Bm25Index::load(&path)) {
-            Ok((bm25, meta)) => crate::helpers::in_own_pool(|| Lexical::decode(bm25, &meta)),
+        let snapshot = match crate::helpers::in_own_pool(|| {
+            Bm25Index::load(&path).map(|(bm25, meta)| Lexical::decode(bm25, &meta))
+        }) {
+            Ok(snapshot) => snapshot,
             Err(e) => return Ok(Some(format!("lexical index: {e}"))),
         };
         let Some(snapshot) = snapshot else {

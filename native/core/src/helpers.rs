@@ -25,7 +25,7 @@ fn helpers() -> Option<&'static Helpers> {
     static HELPERS: OnceLock<Option<Helpers>> = OnceLock::new();
     HELPERS
         .get_or_init(|| {
-            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+            let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
             let threads = cores.saturating_sub(1).min(3);
             if threads == 0 {
                 return None;
@@ -115,31 +115,33 @@ where
     (ra, rb.expect("the scope waits for its jobs"))
 }
 
-/// Runs `f` on a pool of one thread per core that belongs to this process: its parallel
-/// iterators run there instead of on rayon's global pool, whose threads a forked child does
-/// not have (a child that inherited a started global pool waits forever on it). Rebuilt in a
-/// forked child; `f` runs here, on one thread, if no pool can be started.
-pub fn in_own_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+/// A pool of one thread per core that belongs to this process: parallel iterators run there
+/// instead of on rayon's global pool, whose threads a forked child does not have (a child
+/// that inherited a started global pool waits forever on it). Rebuilt in a forked child;
+/// `None` if no thread can be started.
+pub(crate) fn own_pool() -> Option<Arc<rayon::ThreadPool>> {
     static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
     let pid = std::process::id();
-    let pool = {
-        let mut slot = POOL.lock().unwrap_or_else(PoisonError::into_inner);
-        match slot.as_ref() {
-            Some((owner, pool)) if *owner == pid => Some(Arc::clone(pool)),
-            _ => {
-                let threads = std::thread::available_parallelism().map_or(2, NonZero::get);
-                let built = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .thread_name(|i| format!("coderecall-work-{i}"))
-                    .build()
-                    .ok()
-                    .map(Arc::new);
-                *slot = built.as_ref().map(|pool| (pid, Arc::clone(pool)));
-                built
-            }
-        }
-    };
-    match pool {
+    let mut slot = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((owner, pool)) = slot.as_ref()
+        && *owner == pid
+    {
+        return Some(Arc::clone(pool));
+    }
+    let threads = std::thread::available_parallelism().map_or(2, NonZero::get);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("coderecall-{i}"))
+        .build()
+        .ok()
+        .map(Arc::new);
+    *slot = pool.as_ref().map(|pool| (pid, Arc::clone(pool)));
+    pool
+}
+
+/// Runs `f` on [`own_pool`] (here, on one thread, if it cannot be started).
+pub fn in_own_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    match own_pool() {
         Some(pool) => pool.install(f),
         None => f(),
     }
