@@ -239,56 +239,113 @@ def test_four_processes_index_and_search_one_repository_at_once(
     assert os.path.exists(root / ".git" / "coderecall" / "write.lock")
 
 
-# In a fresh interpreter, so that the threads the parent started are the ones this script
-# started. The parent indexes, then opens the index again (which decodes its saved lexical
-# snapshot in parallel) and runs a broad query (walked by a query helper); a forked child
-# inherits those pools without their threads. Prints the parent's hits, whether a query
-# helper ran, and the child's hits (null if the child never answered).
-FORK_AFTER_QUERY = textwrap.dedent(
+# Run in a fresh interpreter, so that the threads the parent has are the ones the script
+# started. `in_forked_child(work)` forks, runs `work()` in the child and returns its JSON
+# result, or None if the child did not finish within a minute (it is killed then).
+FORK_HARNESS = textwrap.dedent(
     """
     import json, os, signal, sys, time
     from pathlib import Path
     from coderecall import CodeIndex
 
-    def query_threads():
+    def thread_names():
         names = []
         for task in Path("/proc/self/task").iterdir():
             try:
                 names.append((task / "comm").read_text().strip())
             except FileNotFoundError:
                 continue
-        return [n for n in names if n.startswith("coderecall-quer")]
+        return names
 
+    def in_forked_child(work):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                os.close(read)
+                os.write(write, json.dumps(work()).encode())
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write)
+        deadline = time.monotonic() + 60
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if done[0] == 0:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        with os.fdopen(read) as pipe:
+            return json.loads(pipe.read() or "null")
+    """
+)
+
+# The parent indexes, then opens the index again (which decodes its saved lexical snapshot in
+# parallel) and runs a broad query (walked by a query helper); a forked child inherits those
+# pools without their threads. Prints the parent's hits, whether a query helper ran, and the
+# child's hits (null if the child never answered).
+FORK_AFTER_QUERY = FORK_HARNESS + textwrap.dedent(
+    """
     root, query = Path(sys.argv[1]), sys.argv[2]
+
+    def search():
+        with CodeIndex(root) as index:
+            return [[h.path, h.start_line] for h in index.search(query, limit=10)]
+
     with CodeIndex(root) as index:
         index.index(progress=False)
-    with CodeIndex(root) as index:
-        parent = [[h.path, h.start_line] for h in index.search(query, limit=10)]
-    helper = bool(query_threads())
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        status = 1
-        try:
-            os.close(read)
-            with CodeIndex(root) as child:
-                hits = [[h.path, h.start_line] for h in child.search(query, limit=10)]
-            os.write(write, json.dumps(hits).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write)
-    deadline = time.monotonic() + 60
-    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if done[0] == 0:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        child = None
-    else:
-        with os.fdopen(read) as pipe:
-            child = json.loads(pipe.read() or "null")
-    print(json.dumps({"parent": parent, "helper": helper, "child": child}))
+    parent = search()
+    helper = any(n.startswith("coderecall-quer") for n in thread_names())
+    print(json.dumps({"parent": parent, "helper": helper, "child": in_forked_child(search)}))
+    """
+)
+
+# Every other native path that works in parallel, in the parent and then in a forked child,
+# each in its own folders: indexing with a static model (embedding, the vector graph), a
+# hybrid search, the call graph, a memory store with enough records to be analysed in
+# parallel, and a transformer embedding a batch. Prints both results and the parent's
+# threads once it is done.
+FORK_AFTER_EVERYTHING = FORK_HARNESS + textwrap.dedent(
+    """
+    from coderecall import Embedder
+
+    static, transformer, base = sys.argv[1], Embedder.transformer(sys.argv[2]), Path(sys.argv[3])
+    words = "cache parser router socket ledger schema thread cursor bundle signal widget".split()
+
+    def work(name):
+        root = base / name
+        for i in range(120):
+            path = root / f"pkg/mod_{i}.py"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            body = "    return step_{}_{}(value) + {}\\n\\n\\n"
+            path.write_text("".join(
+                f"def step_{i}_{j}(value):\\n" + body.format(i, (j + 1) % 6, j) for j in range(6)
+            ))
+        config = {"embedding": {"provider": "static", "model": static}}
+        with CodeIndex(root, config, force=True) as index:
+            index.index(progress=False)
+            hits = index.search("the next step of a value", limit=5)
+            callers = index.call_graph("step_3_2", direction="callers").callers
+            memory = index.memory(path=base / f"{name}-memory.db")
+            for i in range(90):
+                a, b, c = words[i % 11], words[(i // 11 + 3 * i) % 11], words[(7 * i + 5) % 11]
+                memory.add(f"the {a} talks to the {b} before the {c} in release {i}")
+            found = memory.search("which parser talks to the router", limit=3)
+            stored = len(memory.records())
+            memory.close()
+        vectors = transformer.embed(["a parser for the router", "the widget cache"])
+        return {
+            "hits": [[h.path, h.start_line, sorted(h.channels)] for h in hits],
+            "callers": sorted(f"{c.path}:{c.line}" for c in callers),
+            "memory": [stored, [h.snippet for h in found]],
+            "transformer": [round(float(x), 4) for x in vectors[:, :4].ravel()],
+        }
+
+    parent = work("parent")
+    threads = thread_names()
+    child = in_forked_child(lambda: work("child"))
+    print(json.dumps({"parent": parent, "threads": threads, "child": child}))
     """
 )
 
@@ -321,3 +378,34 @@ def test_a_forked_child_opens_and_searches_without_the_threads_it_did_not_inheri
         assert outcome["helper"], "the broad query did not start a query helper"
     assert outcome["child"] is not None, "the forked child's search never returned"
     assert outcome["child"] == outcome["parent"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the threads in /proc")
+def test_a_forked_child_embeds_builds_graphs_and_remembers_like_its_parent(
+    static_model: Path, minilm: Path, tmp_path: Path
+) -> None:
+    """Every parallel path (embedding with both engines, the vector graph, the call graph, a
+    memory store's analysis) runs on threads this library names and rebuilds after a fork,
+    never on rayon's global pool, which a child inherits without its threads: a child of a
+    process that had indexed with a static model waited forever for its first embedding."""
+    run = subprocess.run(
+        [sys.executable, "-c", FORK_AFTER_EVERYTHING, *map(str, (static_model, minilm, tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        # numpy's OpenBLAS would start a thread of its own (it handles forks itself).
+        env=dict(os.environ, OPENBLAS_NUM_THREADS="1"),
+    )
+    outcome = json.loads(run.stdout)
+    parent = outcome["parent"]
+    assert len(parent["hits"]) == 5
+    assert all("semantic" in channels for *_, channels in parent["hits"])
+    assert parent["callers"] == ["pkg/mod_3.py:6"]  # step_3_1 calls it
+    assert parent["memory"][0] >= 64, "too few records for a parallel analysis"
+    assert parent["memory"][1]
+    # The main thread, and otherwise only the library's own pools.
+    others = [name for name in outcome["threads"] if not name.startswith("coderecall-")]
+    assert len(others) == 1, outcome["threads"]
+    assert outcome["child"] is not None, "the forked child never finished"
+    assert outcome["child"] == parent

@@ -31,9 +31,11 @@ pub fn dot_rows(rows: &[f32], dims: usize, query: &[f32], out: &mut [f32]) {
     if rows.len() < PARALLEL_FROM {
         serial(rows, dims, query, out);
     } else {
-        rows.par_chunks(ROWS_PER_TASK * dims)
-            .zip(out.par_chunks_mut(ROWS_PER_TASK))
-            .for_each(|(rows, out)| serial(rows, dims, query, out));
+        crate::helpers::in_own_pool(|| {
+            rows.par_chunks(ROWS_PER_TASK * dims)
+                .zip(out.par_chunks_mut(ROWS_PER_TASK))
+                .for_each(|(rows, out)| serial(rows, dims, query, out));
+        });
     }
 }
 

@@ -238,7 +238,11 @@ struct Lookup<'g> {
 impl Graph {
     /// Builds the graph of `files`, resolving every reference.
     #[must_use]
-    pub fn build(mut input: Vec<GraphFile>) -> Graph {
+    pub fn build(input: Vec<GraphFile>) -> Graph {
+        crate::helpers::in_own_pool(|| Self::build_here(input))
+    }
+
+    fn build_here(mut input: Vec<GraphFile>) -> Graph {
         let started = std::time::Instant::now();
         input.sort_by(|a, b| a.path.cmp(&b.path));
         let refs: Vec<Vec<Ref>> = input

@@ -6,8 +6,10 @@
 //! asks for helpers that are idle: one busy with another query is not waited for. A forked
 //! child inherits the pool but not its threads: there a query has no helpers.
 //!
-//! [`in_own_pool`] is the same care for the parallel work outside indexing (decoding a saved
-//! lexical snapshot, scoring memory vectors): a pool this process owns, rebuilt in a child.
+//! [`in_own_pool`] is the same care for all other parallel work: a pool this process owns,
+//! rebuilt in a child. Every function of this crate that runs a parallel iterator (or calls
+//! candle or `tokenizers`, which run theirs on the current pool) enters it, so none ever
+//! touches rayon's global pool; inside the pool, entering it again costs nothing.
 
 use std::num::NonZero;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1121,13 +1121,16 @@ impl Store {
             .query_map([view_id], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         let path = self.path.as_path();
-        blobs
-            .into_par_iter()
-            .map(|(hash, blob)| {
-                let hashes = decoded(path, hash, blob.as_deref(), crate::outline::content_hashes)?;
-                Ok((hash, hashes))
-            })
-            .collect()
+        crate::helpers::in_own_pool(|| {
+            blobs
+                .into_par_iter()
+                .map(|(hash, blob)| {
+                    let hashes =
+                        decoded(path, hash, blob.as_deref(), crate::outline::content_hashes)?;
+                    Ok((hash, hashes))
+                })
+                .collect()
+        })
     }
 
     /// Chunks of the view whose content has no vector for `model` yet, one per content hash
@@ -1497,20 +1500,22 @@ impl Store {
         let rows = stmt.query_map([view_id], |r| Row::try_from(r))?;
         let files: Vec<Row> = rows.collect::<rusqlite::Result<_>>()?;
         let store = self.path.as_path();
-        files
-            .into_par_iter()
-            .filter_map(|(path, hash, language, refs, outline, lines)| {
-                let language = Language::from_name(&language)?;
-                let symbols = decoded(store, hash, outline.as_deref(), crate::outline::decode);
-                Some(symbols.map(|o| crate::graph::GraphFile {
-                    language,
-                    symbols: o.symbols,
-                    refs: refs.unwrap_or_default(),
-                    path,
-                    lines,
-                }))
-            })
-            .collect()
+        crate::helpers::in_own_pool(|| {
+            files
+                .into_par_iter()
+                .filter_map(|(path, hash, language, refs, outline, lines)| {
+                    let language = Language::from_name(&language)?;
+                    let symbols = decoded(store, hash, outline.as_deref(), crate::outline::decode);
+                    Some(symbols.map(|o| crate::graph::GraphFile {
+                        language,
+                        symbols: o.symbols,
+                        refs: refs.unwrap_or_default(),
+                        path,
+                        lines,
+                    }))
+                })
+                .collect()
+        })
     }
 
     /// Deletes the view `name` (a removed knowledge base): its files become orphans now,

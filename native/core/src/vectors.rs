@@ -181,9 +181,10 @@ impl VectorIndex {
     /// Room for `capacity` vectors and a search context per thread (usearch needs both before
     /// `add` and `search`).
     fn reserve(&self, capacity: usize) -> Result<()> {
-        // Rayon's workers add in parallel; searching threads need contexts too.
+        // The process's pool adds on every core; query helpers and the threads that ask
+        // search. (Not `rayon::current_num_threads()`: it would start the global pool.)
         let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-        let threads = cores.max(rayon::current_num_threads()) + 2;
+        let threads = cores + crate::helpers::count() + 2;
         self.index
             .reserve_capacity_and_threads(capacity.max(self.index.size()).max(64), threads)
             .map_err(|e| hnsw_error(&self.path, e))
@@ -247,11 +248,13 @@ impl VectorIndex {
         // usearch takes concurrent adds (one reserved context per thread); insertion is
         // nearly all distance computations, so it scales with the cores.
         let index = &self.index;
-        vectors
-            .par_iter()
-            .filter(|(hash, _)| !index.contains(key_of(*hash)))
-            .try_for_each(|(hash, v)| index.add(key_of(*hash), &unit_length(v)))
-            .map_err(|e| hnsw_error(&self.path, e))
+        crate::helpers::in_own_pool(|| {
+            vectors
+                .par_iter()
+                .filter(|(hash, _)| !index.contains(key_of(*hash)))
+                .try_for_each(|(hash, v)| index.add(key_of(*hash), &unit_length(v)))
+        })
+        .map_err(|e| hnsw_error(&self.path, e))
     }
 
     /// The `k` nearest content hashes accepted by `filter`, with their cosine similarity.

@@ -406,11 +406,7 @@ pub(crate) fn dot_rows<'py>(
         unreachable!("standard layout is contiguous");
     };
     let mut out = vec![0.0f32; count];
-    py.detach(|| {
-        coderecall_core::helpers::in_own_pool(|| {
-            coderecall_core::dot::dot_rows(rows, dims, query, &mut out);
-        });
-    });
+    py.detach(|| coderecall_core::dot::dot_rows(rows, dims, query, &mut out));
     Ok(PyArray1::from_vec(py, out))
 }
 
@@ -484,11 +480,7 @@ pub(crate) fn centred_nearest(
         part_weight,
     };
     let found = py
-        .detach(|| {
-            coderecall_core::helpers::in_own_pool(|| {
-                rows.scores(&query).map(|scores| best(&scores, keep, limit))
-            })
-        })
+        .detach(|| rows.scores(&query).map(|scores| best(&scores, keep, limit)))
         .map_err(to_py)?;
     Ok(found
         .into_iter()

@@ -255,14 +255,14 @@ pub fn analyze_doc(doc: &DocFields<'_>) -> AnalyzedDoc {
 }
 
 /// Analyses documents as [`analyze_doc`] does, in order; a batch of
-/// [`PARALLEL_ANALYSIS_MIN_DOCS`] or more on the current rayon pool (a memory store's records
+/// [`PARALLEL_ANALYSIS_MIN_DOCS`] or more on every core (a memory store's records
 /// and their windows are analysed at a process's first search: most of its time).
 #[must_use]
 pub fn analyze_docs(docs: &[DocFields<'_>]) -> Vec<AnalyzedDoc> {
     if docs.len() < PARALLEL_ANALYSIS_MIN_DOCS {
         return docs.iter().map(analyze_doc).collect();
     }
-    docs.par_iter().map(analyze_doc).collect()
+    crate::helpers::in_own_pool(|| docs.par_iter().map(analyze_doc).collect())
 }
 
 /// Below this many documents, waking the pool costs more than it saves.
@@ -537,7 +537,8 @@ impl Bm25Index {
     }
 
     /// Adds documents as [`insert`](Self::insert) would one after the other. Into an empty
-    /// index, a large batch is built in parallel on the current rayon pool: one posting costs
+    /// index, a large batch is built in parallel (on this process's own pool,
+    /// [`crate::helpers::in_own_pool`]): one posting costs
     /// a lookup in a dictionary of about a million terms, mostly cache misses, and a serial
     /// build of the 150k-chunk benchmark tree spent 2.5 s on them with the other core idle.
     /// Each thread takes the terms of one hash range, so the threads' dictionaries and posting
@@ -552,6 +553,10 @@ impl Bm25Index {
     ///
     /// As [`insert`](Self::insert).
     pub fn extend(&mut self, docs: Vec<(u64, AnalyzedDoc)>) {
+        crate::helpers::in_own_pool(|| self.extend_here(docs));
+    }
+
+    fn extend_here(&mut self, docs: Vec<(u64, AnalyzedDoc)>) {
         let threads = rayon::current_num_threads();
         let appendable = self.keys.is_empty()
             || (!self.fwd_built
@@ -1282,7 +1287,11 @@ impl Bm25Index {
     }
 
     /// Header, compressed body and checksum to `out`; returns `out`.
-    fn write_snapshot<W: Write>(&self, out: W, meta: &[u8]) -> io::Result<W> {
+    fn write_snapshot<W: Write + Send>(&self, out: W, meta: &[u8]) -> io::Result<W> {
+        crate::helpers::in_own_pool(|| self.write_snapshot_here(out, meta))
+    }
+
+    fn write_snapshot_here<W: Write>(&self, out: W, meta: &[u8]) -> io::Result<W> {
         let mut out = HashingWriter {
             inner: out,
             hasher: Xxh3Default::new(),
@@ -1398,8 +1407,10 @@ const HEADER_BYTES: usize = MAGIC.len() + 4;
 
 /// Parses a whole snapshot file; errors are human-readable reasons.
 fn parse_snapshot(data: &[u8]) -> Result<(Bm25Index, Vec<u8>), String> {
-    let body = unpack(&check_envelope(data)?[HEADER_BYTES..])?;
-    parse_body(&body)
+    crate::helpers::in_own_pool(|| {
+        let body = unpack(&check_envelope(data)?[HEADER_BYTES..])?;
+        parse_body(&body)
+    })
 }
 
 /// Compresses a snapshot body as it is written: frames of [`FRAME_BYTES`] (a few compressed

@@ -290,112 +290,114 @@ pub fn learn_table(
     width: usize,
     options: &LearnOptions,
 ) -> Result<(Vec<f32>, LearnReport)> {
-    let invalid = |what: &str| Err(Error::InvalidArgument(what.into()));
-    if base_dims == 0 || !base.len().is_multiple_of(base_dims) {
-        return invalid("the base table's size is not a multiple of its width");
-    }
-    if width == 0 || teacher.len() != texts.len() * width {
-        return invalid("one teacher vector is needed per text");
-    }
-    if options.dims == 0 || options.dims > width {
-        return invalid("dims must be between 1 and the teacher's width");
-    }
-    let vocab = base.len() / base_dims;
-    let dims = options.dims;
-    let bags = Bags::new(texts, vocab);
-    let (train, held): (Vec<usize>, Vec<usize>) = (0..texts.len())
-        .filter(|&i| bags.offsets[i + 1] > bags.offsets[i])
-        .partition(|&i| {
-            texts.len() < MIN_TEXTS_TO_HOLD_OUT || i % HOLD_OUT_EVERY != HOLD_OUT_EVERY - 1
-        });
-    if train.is_empty() {
-        return invalid("no text has a token the model knows");
-    }
-    let targets = project_targets(teacher, width, dims, &train);
-    let base64: Vec<f64> = base.iter().map(|&x| f64::from(x)).collect();
-    let aligned = align(&bags, (&train, &held), &base64, base_dims, &targets, dims);
-    let fit = |rows_by_column: &[f64]| {
-        let rows = bags.mean_rows(&held, rows_by_column, dims, |col| col);
-        mean_cosine(&rows, &held, &targets, dims)
-    };
-    let start: Vec<f64> = bags
-        .tokens
-        .iter()
-        .flat_map(|&id| {
-            aligned[id as usize * dims..(id as usize + 1) * dims]
-                .iter()
-                .copied()
-        })
-        .collect();
-    let cosine_before = fit(&start);
-
-    // Conjugate gradients on (AᵀA + λI) X = AᵀT + λ X₀ over the occurring tokens, one system
-    // per column, all columns at once; once per ridge, each from the previous solution.
-    let columns = Transposed::new(&bags, &train);
-    let tokens = bags.tokens.len();
-    #[allow(clippy::cast_precision_loss)]
-    let mean_diagonal = (0..tokens)
-        .map(|c| columns.column(c).iter().map(|e| e.1 * e.1).sum::<f64>())
-        .sum::<f64>()
-        / tokens.max(1) as f64;
-    let train_targets: Vec<f64> = train
-        .iter()
-        .flat_map(|&i| targets[i * dims..(i + 1) * dims].iter().copied())
-        .collect();
-    let data_rhs = transpose_times(&columns, &train_targets, dims, tokens);
-    let ridges = if held.is_empty() {
-        &options.ridges[..options.ridges.len().min(1)]
-    } else {
-        &options.ridges[..]
-    };
-    let (mut best, mut cosine_after, mut ridge) = (None, cosine_before, None);
-    let (mut x, mut iterations) = (start.clone(), 0);
-    for &candidate in ridges {
-        let lambda = candidate * mean_diagonal;
-        let operator = |x: &[f64]| -> Vec<f64> {
-            let y = bags.mean_rows(&train, x, dims, |c| c);
-            let mut out = transpose_times(&columns, &y, dims, tokens);
-            out.par_iter_mut()
-                .zip(x)
-                .for_each(|(o, v)| *o += lambda * v);
-            out
+    crate::helpers::in_own_pool(|| {
+        let invalid = |what: &str| Err(Error::InvalidArgument(what.into()));
+        if base_dims == 0 || !base.len().is_multiple_of(base_dims) {
+            return invalid("the base table's size is not a multiple of its width");
+        }
+        if width == 0 || teacher.len() != texts.len() * width {
+            return invalid("one teacher vector is needed per text");
+        }
+        if options.dims == 0 || options.dims > width {
+            return invalid("dims must be between 1 and the teacher's width");
+        }
+        let vocab = base.len() / base_dims;
+        let dims = options.dims;
+        let bags = Bags::new(texts, vocab);
+        let (train, held): (Vec<usize>, Vec<usize>) = (0..texts.len())
+            .filter(|&i| bags.offsets[i + 1] > bags.offsets[i])
+            .partition(|&i| {
+                texts.len() < MIN_TEXTS_TO_HOLD_OUT || i % HOLD_OUT_EVERY != HOLD_OUT_EVERY - 1
+            });
+        if train.is_empty() {
+            return invalid("no text has a token the model knows");
+        }
+        let targets = project_targets(teacher, width, dims, &train);
+        let base64: Vec<f64> = base.iter().map(|&x| f64::from(x)).collect();
+        let aligned = align(&bags, (&train, &held), &base64, base_dims, &targets, dims);
+        let fit = |rows_by_column: &[f64]| {
+            let rows = bags.mean_rows(&held, rows_by_column, dims, |col| col);
+            mean_cosine(&rows, &held, &targets, dims)
         };
-        let rhs: Vec<f64> = data_rhs
-            .par_iter()
-            .zip(&start)
-            .map(|(r, s)| r + lambda * s)
+        let start: Vec<f64> = bags
+            .tokens
+            .iter()
+            .flat_map(|&id| {
+                aligned[id as usize * dims..(id as usize + 1) * dims]
+                    .iter()
+                    .copied()
+            })
             .collect();
-        let (solution, steps) = conjugate_gradients(operator, &rhs, x, dims, options);
-        iterations += steps;
-        let cosine = fit(&solution);
-        // Held out, a refit must beat the aligned base; with nothing held out, it is trusted.
-        if held.is_empty() || cosine > cosine_after {
-            (cosine_after, ridge, best) = (cosine, Some(candidate), Some(solution.clone()));
-        }
-        x = solution;
-    }
+        let cosine_before = fit(&start);
 
-    let mut table = aligned;
-    if let Some(solution) = best {
-        for (col, &id) in bags.tokens.iter().enumerate() {
-            table[id as usize * dims..(id as usize + 1) * dims]
-                .copy_from_slice(&solution[col * dims..(col + 1) * dims]);
+        // Conjugate gradients on (AᵀA + λI) X = AᵀT + λ X₀ over the occurring tokens, one system
+        // per column, all columns at once; once per ridge, each from the previous solution.
+        let columns = Transposed::new(&bags, &train);
+        let tokens = bags.tokens.len();
+        #[allow(clippy::cast_precision_loss)]
+        let mean_diagonal = (0..tokens)
+            .map(|c| columns.column(c).iter().map(|e| e.1 * e.1).sum::<f64>())
+            .sum::<f64>()
+            / tokens.max(1) as f64;
+        let train_targets: Vec<f64> = train
+            .iter()
+            .flat_map(|&i| targets[i * dims..(i + 1) * dims].iter().copied())
+            .collect();
+        let data_rhs = transpose_times(&columns, &train_targets, dims, tokens);
+        let ridges = if held.is_empty() {
+            &options.ridges[..options.ridges.len().min(1)]
+        } else {
+            &options.ridges[..]
+        };
+        let (mut best, mut cosine_after, mut ridge) = (None, cosine_before, None);
+        let (mut x, mut iterations) = (start.clone(), 0);
+        for &candidate in ridges {
+            let lambda = candidate * mean_diagonal;
+            let operator = |x: &[f64]| -> Vec<f64> {
+                let y = bags.mean_rows(&train, x, dims, |c| c);
+                let mut out = transpose_times(&columns, &y, dims, tokens);
+                out.par_iter_mut()
+                    .zip(x)
+                    .for_each(|(o, v)| *o += lambda * v);
+                out
+            };
+            let rhs: Vec<f64> = data_rhs
+                .par_iter()
+                .zip(&start)
+                .map(|(r, s)| r + lambda * s)
+                .collect();
+            let (solution, steps) = conjugate_gradients(operator, &rhs, x, dims, options);
+            iterations += steps;
+            let cosine = fit(&solution);
+            // Held out, a refit must beat the aligned base; with nothing held out, it is trusted.
+            if held.is_empty() || cosine > cosine_after {
+                (cosine_after, ridge, best) = (cosine, Some(candidate), Some(solution.clone()));
+            }
+            x = solution;
         }
-    }
-    #[allow(clippy::cast_possible_truncation)]
-    let table: Vec<f32> = table.into_iter().map(|x| x as f32).collect();
-    Ok((
-        table,
-        LearnReport {
-            texts: train.len(),
-            held_out: held.len(),
-            tokens,
-            cosine_before,
-            cosine_after,
-            ridge,
-            iterations,
-        },
-    ))
+
+        let mut table = aligned;
+        if let Some(solution) = best {
+            for (col, &id) in bags.tokens.iter().enumerate() {
+                table[id as usize * dims..(id as usize + 1) * dims]
+                    .copy_from_slice(&solution[col * dims..(col + 1) * dims]);
+            }
+        }
+        #[allow(clippy::cast_possible_truncation)]
+        let table: Vec<f32> = table.into_iter().map(|x| x as f32).collect();
+        Ok((
+            table,
+            LearnReport {
+                texts: train.len(),
+                held_out: held.len(),
+                tokens,
+                cosine_before,
+                cosine_after,
+                ridge,
+                iterations,
+            },
+        ))
+    })
 }
 
 /// `Aᵀ y` for per-text rows `y` (`dims` wide, in training order), one row per token.

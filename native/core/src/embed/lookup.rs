@@ -171,9 +171,11 @@ impl Embedder for StaticEmbedder {
         // Pooling reads a table row per token (a kilobyte at 256 dimensions): as long as
         // tokenizing, so it runs on every core too.
         if texts.len() > 1 {
-            ids.par_iter()
-                .zip(out.par_chunks_exact_mut(self.dims))
-                .for_each(|(ids, row)| self.pool(ids, row));
+            crate::helpers::in_own_pool(|| {
+                ids.par_iter()
+                    .zip(out.par_chunks_exact_mut(self.dims))
+                    .for_each(|(ids, row)| self.pool(ids, row));
+            });
         } else {
             for (ids, row) in ids.iter().zip(out.chunks_exact_mut(self.dims)) {
                 self.pool(ids, row);
@@ -189,15 +191,14 @@ impl Embedder for StaticEmbedder {
                 .and_then(|fast| fast.encode(text, MAX_TOKENS))
         };
         let mut ids: Vec<Option<Vec<u32>>> = if texts.len() > 1 {
-            texts.par_iter().map(fast).collect()
+            crate::helpers::in_own_pool(|| texts.par_iter().map(fast).collect())
         } else {
             texts.iter().map(fast).collect()
         };
         let rest: Vec<usize> = (0..texts.len()).filter(|&i| ids[i].is_none()).collect();
         if !rest.is_empty() {
-            let encodings = self
-                .tokenizer
-                .encode_batch(rest.iter().map(|&i| texts[i]).collect(), false)
+            let rest_texts = rest.iter().map(|&i| texts[i]).collect();
+            let encodings = crate::embed::encode_batch(&self.tokenizer, rest_texts, false)
                 .map_err(|e| model_error(&self.dir, format!("tokenizer: {e}")))?;
             for (i, encoding) in rest.into_iter().zip(encodings) {
                 ids[i] = Some(encoding.get_ids().to_vec());

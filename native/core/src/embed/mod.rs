@@ -45,6 +45,19 @@ pub unsafe fn settle_thread_count() {
     }
 }
 
+/// `tokenizer.encode_batch(texts)` on this process's own pool (`tokenizers` parallelises on
+/// the current rayon pool); one text is encoded here, without a trip to a pool thread.
+pub(crate) fn encode_batch(
+    tokenizer: &tokenizers::Tokenizer,
+    texts: Vec<&str>,
+    special_tokens: bool,
+) -> tokenizers::Result<Vec<tokenizers::Encoding>> {
+    if let [text] = texts[..] {
+        return tokenizer.encode(text, special_tokens).map(|e| vec![e]);
+    }
+    crate::helpers::in_own_pool(|| tokenizer.encode_batch(texts, special_tokens))
+}
+
 /// A local model that turns texts into unit vectors.
 pub trait Embedder: Send + Sync {
     /// Length of every vector.

@@ -264,9 +264,7 @@ impl TransformerEmbedder {
     ///
     /// [`crate::Error::Model`] if the tokenizer fails.
     pub fn token_ids(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
+        let encodings = super::encode_batch(&self.tokenizer, texts.to_vec(), true)
             .map_err(|e| model_error(&self.dir, format!("tokenizer: {e}")))?;
         Ok(encodings.iter().map(|e| e.get_ids().to_vec()).collect())
     }
@@ -293,6 +291,16 @@ impl TransformerEmbedder {
     /// Like [`embed_ids_pooled`](Self::embed_ids_pooled), a mean leaving out each input's
     /// first `skip` positions (never its last).
     fn embed_skipping(
+        &self,
+        inputs: &[Vec<u32>],
+        pooling: Pooling,
+        skip: usize,
+    ) -> Result<Vec<f32>> {
+        // candle's matrix products run on the current rayon pool.
+        crate::helpers::in_own_pool(|| self.embed_skipping_here(inputs, pooling, skip))
+    }
+
+    fn embed_skipping_here(
         &self,
         inputs: &[Vec<u32>],
         pooling: Pooling,
