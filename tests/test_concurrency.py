@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -296,8 +297,10 @@ FORK_AFTER_QUERY = FORK_HARNESS + textwrap.dedent(
     with CodeIndex(root) as index:
         index.index(progress=False)
     parent = search()
-    helper = any(n.startswith("coderecall-quer") for n in thread_names())
-    print(json.dumps({"parent": parent, "helper": helper, "child": in_forked_child(search)}))
+    threads = thread_names()
+    helper = any(n.startswith("coderecall-quer") for n in threads)
+    child = in_forked_child(search)
+    print(json.dumps({"parent": parent, "helper": helper, "threads": threads, "child": child}))
     """
 )
 
@@ -350,13 +353,12 @@ FORK_AFTER_EVERYTHING = FORK_HARNESS + textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the threads in /proc")
-def test_a_forked_child_opens_and_searches_without_the_threads_it_did_not_inherit(
-    make_repo: MakeRepo,
-) -> None:
-    """A child forked after its parent opened an index and ran a broad query (postings
-    walked by a second thread) inherits the native pools without their threads: it must
-    open the index and search all the same."""
+BROAD_QUERY = "handle parse request retries"
+
+
+def handlers(make_repo: MakeRepo) -> Path:
+    """600 files whose every chunk matches :data:`BROAD_QUERY`: postings long enough to be
+    walked by two threads."""
     files = {
         f"handlers/mod_{i}.py": "".join(
             f"def handle_{i}_{j}(request):\n    return parse_request(request, retries={j})\n\n\n"
@@ -364,20 +366,50 @@ def test_a_forked_child_opens_and_searches_without_the_threads_it_did_not_inheri
         )
         for i in range(600)
     }
-    root = make_repo(files)
+    return make_repo(files)
+
+
+def run_fork_after_query(root: Path, **env: str) -> dict[str, Any]:
     run = subprocess.run(
-        [sys.executable, "-c", FORK_AFTER_QUERY, str(root), "handle parse request retries"],
+        [sys.executable, "-c", FORK_AFTER_QUERY, str(root), BROAD_QUERY],
         capture_output=True,
         text=True,
         timeout=180,
         check=True,
+        env=dict(os.environ, **env),
     )
-    outcome = json.loads(run.stdout)
+    outcome: dict[str, Any] = json.loads(run.stdout)
+    return outcome
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the threads in /proc")
+def test_a_forked_child_opens_and_searches_without_the_threads_it_did_not_inherit(
+    make_repo: MakeRepo,
+) -> None:
+    """A child forked after its parent opened an index and ran a broad query (postings
+    walked by a second thread) inherits the native pools without their threads: it must
+    open the index and search all the same."""
+    outcome = run_fork_after_query(handlers(make_repo))
     assert len(outcome["parent"]) == 10
     if (os.cpu_count() or 1) > 1:
         assert outcome["helper"], "the broad query did not start a query helper"
     assert outcome["child"] is not None, "the forked child's search never returned"
     assert outcome["child"] == outcome["parent"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the threads in /proc")
+def test_rayon_num_threads_one_keeps_indexing_and_queries_on_one_thread(
+    make_repo: MakeRepo,
+) -> None:
+    """`RAYON_NUM_THREADS=1`: one pool thread and no query helper, with the same answers."""
+    root = handlers(make_repo)
+    outcome = run_fork_after_query(root, RAYON_NUM_THREADS="1")
+    assert not outcome["helper"]
+    assert sorted(outcome["threads"]) == ["coderecall-0", "python"]
+    with CodeIndex(root) as index:
+        hits = [[h.path, h.start_line] for h in index.search(BROAD_QUERY, limit=10)]
+    assert outcome["parent"] == hits
+    assert outcome["child"] == hits
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the threads in /proc")

@@ -1,7 +1,7 @@
 //! Query helpers: threads that take part of one query's work beside the thread that asked it
 //! (a broad query's postings, or the semantic channel while BM25 runs).
 //!
-//! One fewer than the cores (at most three), none on one core. They are not rayon's global
+//! One fewer than [`threads`] (at most three), none on one. They are not rayon's global
 //! pool, so a query never waits behind an indexing run's parse jobs, and a query only ever
 //! asks for helpers that are idle: one busy with another query is not waited for. A forked
 //! child inherits the pool but not its threads: there a query has no helpers.
@@ -27,8 +27,7 @@ fn helpers() -> Option<&'static Helpers> {
     static HELPERS: OnceLock<Option<Helpers>> = OnceLock::new();
     HELPERS
         .get_or_init(|| {
-            let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
-            let threads = cores.saturating_sub(1).min(3);
+            let threads = threads().saturating_sub(1).min(3);
             if threads == 0 {
                 return None;
             }
@@ -45,6 +44,17 @@ fn helpers() -> Option<&'static Helpers> {
         })
         .as_ref()
         .filter(|helpers| helpers.pid == std::process::id())
+}
+
+/// Threads the native core works with: `RAYON_NUM_THREADS` when set to a positive number
+/// (so `RAYON_NUM_THREADS=1` keeps every query and index run on one thread), else the cores.
+pub fn threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(NonZero::get))
+        .unwrap_or(1)
 }
 
 /// How many helpers there are (0 on one core).
@@ -117,7 +127,7 @@ where
     (ra, rb.expect("the scope waits for its jobs"))
 }
 
-/// A pool of one thread per core that belongs to this process: parallel iterators run there
+/// A pool of [`threads`] threads that belongs to this process: parallel iterators run there
 /// instead of on rayon's global pool, whose threads a forked child does not have (a child
 /// that inherited a started global pool waits forever on it). Rebuilt in a forked child;
 /// `None` if no thread can be started.
@@ -130,9 +140,8 @@ pub(crate) fn own_pool() -> Option<Arc<rayon::ThreadPool>> {
     {
         return Some(Arc::clone(pool));
     }
-    let threads = std::thread::available_parallelism().map_or(2, NonZero::get);
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
+        .num_threads(threads())
         .thread_name(|i| format!("coderecall-{i}"))
         .build()
         .ok()

@@ -183,8 +183,7 @@ impl VectorIndex {
     fn reserve(&self, capacity: usize) -> Result<()> {
         // The process's pool adds on every core; query helpers and the threads that ask
         // search. (Not `rayon::current_num_threads()`: it would start the global pool.)
-        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-        let threads = cores + crate::helpers::count() + 2;
+        let threads = crate::helpers::threads() + crate::helpers::count() + 2;
         self.index
             .reserve_capacity_and_threads(capacity.max(self.index.size()).max(64), threads)
             .map_err(|e| hnsw_error(&self.path, e))
