@@ -9,7 +9,7 @@
 //! [`in_own_pool`] is the same care for all other parallel work: a pool this process owns,
 //! rebuilt in a child. Every function of this crate that runs a parallel iterator (or calls
 //! candle or `tokenizers`, which run theirs on the current pool) enters it, so none ever
-//! touches rayon's global pool; inside the pool, entering it again costs nothing.
+//! touches rayon's global pool; on a pool thread already, it runs in place.
 
 use std::num::NonZero;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -150,8 +150,14 @@ pub(crate) fn own_pool() -> Option<Arc<rayon::ThreadPool>> {
     pool
 }
 
-/// Runs `f` on [`own_pool`] (here, on one thread, if it cannot be started).
+/// Runs `f` on [`own_pool`] (here, on one thread, if it cannot be started). A caller already
+/// on a worker of a pool other than the query helpers (the own pool, or one a caller built
+/// and entered) stays on it.
 pub fn in_own_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let on_helper = helpers().is_some_and(|h| h.pool.current_thread_index().is_some());
+    if rayon::current_thread_index().is_some() && !on_helper {
+        return f();
+    }
     match own_pool() {
         Some(pool) => pool.install(f),
         None => f(),

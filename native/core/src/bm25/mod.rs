@@ -553,7 +553,18 @@ impl Bm25Index {
     ///
     /// As [`insert`](Self::insert).
     pub fn extend(&mut self, docs: Vec<(u64, AnalyzedDoc)>) {
-        crate::helpers::in_own_pool(|| self.extend_here(docs));
+        // A small batch (a memory record) is inserted here, without a trip to a pool thread.
+        if docs.len() < PARALLEL_BUILD_MIN_DOCS {
+            self.insert_all(docs);
+        } else {
+            crate::helpers::in_own_pool(|| self.extend_here(docs));
+        }
+    }
+
+    fn insert_all(&mut self, docs: Vec<(u64, AnalyzedDoc)>) {
+        for (key, doc) in docs {
+            self.insert(key, doc);
+        }
     }
 
     fn extend_here(&mut self, docs: Vec<(u64, AnalyzedDoc)>) {
@@ -567,9 +578,7 @@ impl Bm25Index {
         let parallel = appendable && threads >= 2 && docs.len() >= PARALLEL_BUILD_MIN_DOCS;
         let key_to_doc = if parallel { distinct_keys(&docs) } else { None };
         let Some(key_to_doc) = key_to_doc else {
-            for (key, doc) in docs {
-                self.insert(key, doc);
-            }
+            self.insert_all(docs);
             return;
         };
         let shards: Vec<ShardPostings> = (0..threads)
