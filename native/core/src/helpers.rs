@@ -23,8 +23,9 @@ struct Helpers {
     pid: u32,
 }
 
+static HELPERS: OnceLock<Option<Helpers>> = OnceLock::new();
+
 fn helpers() -> Option<&'static Helpers> {
-    static HELPERS: OnceLock<Option<Helpers>> = OnceLock::new();
     HELPERS
         .get_or_init(|| {
             let threads = threads().saturating_sub(1).min(3);
@@ -154,8 +155,14 @@ pub(crate) fn own_pool() -> Option<Arc<rayon::ThreadPool>> {
 /// on a worker of a pool other than the query helpers (the own pool, or one a caller built
 /// and entered) stays on it.
 pub fn in_own_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    let on_helper = helpers().is_some_and(|h| h.pool.current_thread_index().is_some());
-    if rayon::current_thread_index().is_some() && !on_helper {
+    // Helpers not started yet cannot be this thread's pool (and are not started here).
+    let on_helper = || {
+        HELPERS
+            .get()
+            .and_then(Option::as_ref)
+            .is_some_and(|h| h.pool.current_thread_index().is_some())
+    };
+    if rayon::current_thread_index().is_some() && !on_helper() {
         return f();
     }
     match own_pool() {

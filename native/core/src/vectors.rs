@@ -181,9 +181,10 @@ impl VectorIndex {
     /// Room for `capacity` vectors and a search context per thread (usearch needs both before
     /// `add` and `search`).
     fn reserve(&self, capacity: usize) -> Result<()> {
-        // The process's pool adds on every core; query helpers and the threads that ask
-        // search. (Not `rayon::current_num_threads()`: it would start the global pool.)
-        let threads = crate::helpers::threads() + crate::helpers::count() + 2;
+        // The process's pool adds on every thread; query helpers (fewer than its threads) and
+        // the threads that ask search. (Not `rayon::current_num_threads()`, which would
+        // start the global pool, nor the helpers' count, which would start them.)
+        let threads = 2 * crate::helpers::threads() + 2;
         self.index
             .reserve_capacity_and_threads(capacity.max(self.index.size()).max(64), threads)
             .map_err(|e| hnsw_error(&self.path, e))
