@@ -752,6 +752,10 @@ impl Lexical {
     }
 
     fn decode(bm25: Bm25Index, meta: &[u8]) -> Option<Lexical> {
+        crate::helpers::in_own_pool(|| Self::decode_here(bm25, meta))
+    }
+
+    fn decode_here(bm25: Bm25Index, meta: &[u8]) -> Option<Lexical> {
         let mut r = codec::Reader::new(meta);
         if r.u32()? != META_FORMAT {
             return None; // built with other tokens or fields: rebuild from the store
@@ -963,11 +967,9 @@ impl Engine {
         // Best effort: only disk space is at stake.
         let _ = fs::remove_file(dir.join(LEGACY_LEXICAL_FILE));
         let snapshot = dir.join(lexical_file(view));
-        let loaded = crate::helpers::in_own_pool(|| {
-            Bm25Index::load(&snapshot)
-                .ok()
-                .and_then(|(bm25, meta)| Lexical::decode(bm25, &meta))
-        });
+        let loaded = Bm25Index::load(&snapshot)
+            .ok()
+            .and_then(|(bm25, meta)| Lexical::decode(bm25, &meta));
         let lexical = loaded.unwrap_or_else(|| {
             // Missing, damaged, or of another format or analyzer version: rebuilt from the
             // store, and written as soon as it is. Left in place, a small index's unusable
@@ -996,13 +998,6 @@ impl Engine {
     fn lock<'a, T>(m: &'a Mutex<T>) -> MutexGuard<'a, T> {
         // A panic while holding the lock leaves SQLite consistent (transactions roll back).
         m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The process's own pool ([`crate::helpers::own_pool`]), rebuilt in a forked child
-    /// whose inherited pool has no threads.
-    fn pool(&self) -> Result<Arc<rayon::ThreadPool>> {
-        crate::helpers::own_pool()
-            .ok_or_else(|| Error::InvalidArgument("cannot start worker threads".into()))
     }
 
     #[must_use]
@@ -1076,8 +1071,7 @@ impl Engine {
             return Ok(Arc::clone(graph));
         }
         let files = Self::lock(&self.reader).graph_files(self.view)?;
-        let pool = self.pool()?;
-        let graph = Arc::new(pool.install(|| Graph::build(files)));
+        let graph = Arc::new(Graph::build(files));
         *slot = Some((generation, Arc::clone(&graph)));
         Ok(graph)
     }
@@ -1128,8 +1122,7 @@ impl Engine {
         self.cancel.store(false, Ordering::SeqCst);
         self.done.store(0, Ordering::Relaxed);
         self.total.store(files.len(), Ordering::Relaxed);
-        let pool = self.pool()?;
-        let result = pool.install(|| {
+        let result = crate::helpers::in_own_pool(|| {
             let batches = self.batches(files, removed)?;
             let mut stats = UpdateStats::default();
             for (i, batch) in batches.iter().enumerate() {
@@ -1425,8 +1418,7 @@ impl Engine {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .generation;
         if generation != current {
-            let pool = self.pool()?;
-            pool.install(|| self.reconcile(Prepared::new(), None, true))?;
+            crate::helpers::in_own_pool(|| self.reconcile(Prepared::new(), None, true))?;
         }
         Ok(())
     }
@@ -2327,10 +2319,8 @@ impl Engine {
         if !path.exists() {
             return Ok(None); // not written yet: built from the store when next opened
         }
-        let snapshot = match crate::helpers::in_own_pool(|| {
-            Bm25Index::load(&path).map(|(bm25, meta)| Lexical::decode(bm25, &meta))
-        }) {
-            Ok(snapshot) => snapshot,
+        let snapshot = match Bm25Index::load(&path) {
+            Ok((bm25, meta)) => Lexical::decode(bm25, &meta),
             Err(e) => return Ok(Some(format!("lexical index: {e}"))),
         };
         let Some(snapshot) = snapshot else {
@@ -2370,8 +2360,7 @@ impl Engine {
             .lexical
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Lexical::empty();
-        let pool = self.pool()?;
-        pool.install(|| self.reconcile(Prepared::new(), None, true))?;
+        crate::helpers::in_own_pool(|| self.reconcile(Prepared::new(), None, true))?;
         // reconcile may leave the save for later, or ignore a failed one; a repair must not.
         self.save_lexical()
     }

@@ -132,7 +132,7 @@ where
 /// instead of on rayon's global pool, whose threads a forked child does not have (a child
 /// that inherited a started global pool waits forever on it). Rebuilt in a forked child;
 /// `None` if no thread can be started.
-pub(crate) fn own_pool() -> Option<Arc<rayon::ThreadPool>> {
+fn own_pool() -> Option<Arc<rayon::ThreadPool>> {
     static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
     let pid = std::process::id();
     let mut slot = POOL.lock().unwrap_or_else(PoisonError::into_inner);
