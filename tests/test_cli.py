@@ -723,3 +723,82 @@ def test_logs_after_index(calls_project: Path) -> None:
     assert "no log records" in run("logs", *where, "--level", "error").stdout
     assert_one_error_line(run("logs", *where, "--level", "loud"), "unknown log level")
     assert run("logs", *where, "--limit", "0").returncode == 2
+
+
+# -- a query reads the files changed since the index was written --------------------------
+
+LEDGER = "src/shop/ledger.py"
+LEDGER_CODE = '''\
+def reconcile_ledger_entries(ledger, statement):
+    """Match each bank statement line with the ledger entry it pays."""
+    return [entry for entry in ledger if entry in statement]
+'''
+
+
+def _ledger_hits(project: Path, *options: str) -> list[dict[str, Any]]:
+    """The hits in the ledger file of a search for its function."""
+    result = run("search", "reconcile_ledger_entries", "--path", str(project), "--json", *options)
+    assert result.returncode in (0, 1), result.stderr
+    hits: list[dict[str, Any]] = json.loads(result.stdout or "[]")
+    return [hit for hit in hits if hit["path"] == LEDGER]
+
+
+def test_queries_read_the_files_changed_since_the_index_was_written(project: Path) -> None:
+    assert run("index", str(project)).returncode == 0
+    write_files(project, {LEDGER: LEDGER_CODE})
+    assert not _ledger_hits(project, "--no-update")
+    (hit,) = _ledger_hits(project)
+    assert hit["content"] == LEDGER_CODE.rstrip("\n")
+    assert hit["start_line"] == 1
+
+    write_files(project, {LEDGER: "import os\n\n\n\n\n\n" + LEDGER_CODE})
+    assert _ledger_hits(project, "--no-update")[0]["end_line"] == 3
+    assert _ledger_hits(project)[0]["end_line"] == 9
+
+    # The other query commands catch up too: a definition, its callers.
+    write_files(
+        project,
+        {
+            "src/shop/close.py": "from .ledger import reconcile_ledger_entries\n\n\n"
+            "def close_month(ledger, statement):\n"
+            "    return reconcile_ledger_entries(ledger, statement)\n"
+        },
+    )
+    found = run("def", "close_month", "--path", str(project), "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)[0]["path"] == "src/shop/close.py"
+    (project / LEDGER).unlink()
+    assert run("def", "reconcile_ledger_entries", "--path", str(project)).returncode == 1
+    assert not _ledger_hits(project)
+    assert json.loads(run("status", "--path", str(project), "--json").stdout)["files"] == (
+        len(SAMPLE_PROJECT) + 1
+    )
+
+
+def test_a_query_leaves_updates_to_a_running_watcher(project: Path) -> None:
+    from coderecall import CodeIndex
+
+    with CodeIndex(project) as index:
+        index.index(progress=False)
+        # A debounce of an hour: after its first update this watcher writes nothing, so
+        # whatever the command answers is what it read itself.
+        with index.watch(debounce=3600) as watcher:
+            assert watcher.wait_idle(60)
+            write_files(project, {LEDGER: LEDGER_CODE})
+            assert not _ledger_hits(project)
+        assert _ledger_hits(project)
+
+
+def test_a_query_answers_while_another_process_writes(project: Path) -> None:
+    from coderecall._lease import WriteLease
+
+    assert run("index", str(project)).returncode == 0
+    write_files(project, {LEDGER: LEDGER_CODE})
+    index_dir = project / ".git" / "coderecall"
+    with WriteLease(index_dir).hold():
+        result = run("search", "TokenStore", "--path", str(project), "--json")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)[0]["path"] == "src/shop/auth.py"
+        assert result.stderr == ""  # no waiting, no warning: the writer catches up
+        assert not _ledger_hits(project)
+    assert _ledger_hits(project)

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -93,10 +94,10 @@ def _error(result: CallToolResult) -> str:
 
 
 @asynccontextmanager
-async def _stdio_session(root: Path, **env: str) -> AsyncIterator[ClientSession]:
+async def _stdio_session(root: Path, *options: str, **env: str) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "coderecall", "mcp", str(root)],
+        args=["-m", "coderecall", "mcp", str(root), *options],
         env=_environment(**env),
     )
     async with (
@@ -570,6 +571,101 @@ def test_stdio_token_cap(make_repo: MakeRepo) -> None:
             assert "raise mcp-token-cap" in metrics["note"]
 
     anyio.run(run)
+
+
+AUTH, LEDGER, LEDGER_FUNCTION = "src/shop/auth.py", "src/shop/ledger.py", "reconcile_ledger_entries"
+NEW_CODE = """\
+def reconcile_ledger_entries(ledger, statement):
+    \"\"\"Match each bank statement line with the ledger entry it pays.\"\"\"
+    return [entry for entry in ledger if entry in statement]
+"""
+
+
+async def _search_until(
+    session: ClientSession,
+    query: str,
+    done: Callable[[list[dict[str, Any]]], object],
+    within: float,
+) -> list[dict[str, Any]]:
+    """The hits of a search for ``query``, asked again until ``done`` holds for them or
+    ``within`` seconds have passed."""
+    deadline = time.monotonic() + within
+    while True:
+        hits: list[dict[str, Any]] = _answer(
+            await session.call_tool("codebase_search", {"query": query})
+        )["hits"]
+        if done(hits) or time.monotonic() > deadline:
+            return hits
+        await anyio.sleep(0.1)
+
+
+def _ledger_code(hits: list[dict[str, Any]]) -> str:
+    return "".join(hit["content"] for hit in hits if hit["path"] == LEDGER)
+
+
+def test_the_server_indexes_edits_as_they_are_saved(make_repo: MakeRepo) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    renamed = NEW_CODE.replace(LEDGER_FUNCTION, "match_statement")
+
+    async def run() -> None:
+        async with _stdio_session(root) as session:
+            assert _answer(await session.call_tool("index_codebase", {}))["report"]
+            assert _answer(await session.call_tool("index_status", {}))["watching"] is True
+            hits = await _search_until(session, LEDGER_FUNCTION, _ledger_code, within=0)
+            assert not _ledger_code(hits)
+
+            write_files(root, {LEDGER: NEW_CODE})
+            hits = await _search_until(session, LEDGER_FUNCTION, _ledger_code, within=30)
+            assert hits[0]["path"] == LEDGER
+            assert hits[0]["content"] == NEW_CODE.rstrip("\n")
+
+            # An edit renames the function; a deletion takes another file's code away.
+            write_files(root, {LEDGER: renamed})
+            hits = await _search_until(
+                session, "match_statement", lambda h: "match_statement" in _ledger_code(h), 30
+            )
+            assert hits[0]["path"] == LEDGER
+            assert hits[0]["content"] == renamed.rstrip("\n")
+            (root / "src/shop/auth.py").unlink()
+            hits = await _search_until(
+                session, "TokenStore", lambda h: all(x["path"] != AUTH for x in h), 30
+            )
+            assert hits
+            assert all(hit["path"] != AUTH for hit in hits)
+
+    anyio.run(run)
+
+
+def test_without_watching_edits_wait_for_index_codebase(make_repo: MakeRepo) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+
+    async def run() -> None:
+        async with _stdio_session(root, "--no-watch") as session:
+            assert _answer(await session.call_tool("index_codebase", {}))["report"]
+            assert _answer(await session.call_tool("index_status", {}))["watching"] is False
+            write_files(root, {LEDGER: NEW_CODE})
+            # Ten debounces: a watching server would have indexed the file by now.
+            hits = await _search_until(session, LEDGER_FUNCTION, _ledger_code, within=3)
+            assert not _ledger_code(hits)
+            report = _answer(await session.call_tool("index_codebase", {}))["report"]
+            assert report["files_parsed"] == 1
+            hits = await _search_until(session, LEDGER_FUNCTION, _ledger_code, within=0)
+            assert hits[0]["path"] == LEDGER
+
+    anyio.run(run)
+
+
+def test_a_watching_service_stops_its_watcher_on_close(make_repo: MakeRepo) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+    with CodeIndex(root) as index:
+        service = McpService(index, watch=True)
+        service.start()
+        assert service.wait_ready(60)
+        assert service.watching
+        assert any(t.name == "coderecall-watch" for t in threading.enumerate())
+        service.close()
+        assert not service.watching
+        assert not any(t.name == "coderecall-watch" for t in threading.enumerate())
 
 
 def test_service_stale_until_first_update(make_repo: MakeRepo) -> None:

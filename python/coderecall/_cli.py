@@ -208,6 +208,12 @@ def _parser() -> argparse.ArgumentParser:
         help="bearer token HTTP requests must carry (default: $CODERECALL_MCP_TOKEN)",
     )
     mcp.add_argument(
+        "--no-watch",
+        dest="watch",
+        action="store_false",
+        help="do not re-index files as they change (index on start and on index_codebase only)",
+    )
+    mcp.add_argument(
         "--force-root",
         action="store_true",
         help="accept a root without a project marker, the home directory or /",
@@ -283,6 +289,7 @@ def _result_options(parser: argparse.ArgumentParser) -> None:
         "--kind", action="append", help="only this kind, e.g. function (repeatable)"
     )
     parser.add_argument("--no-content", action="store_true", help="print locations only")
+    _freshness(parser)
     _common(parser)
 
 
@@ -345,6 +352,28 @@ def _open_index(args: argparse.Namespace) -> CodeIndex:
 
     root = args.path if args.path is not None else project_root()
     return CodeIndex(root, force=args.force_root)
+
+
+def _query_index(args: argparse.Namespace) -> CodeIndex:
+    """The index for a query command, brought up to date first (files may have changed
+    since it was written) unless ``--no-update``."""
+    index = _open_index(args)
+    if not args.no_update:
+        try:
+            index._catch_up()
+        except BaseException:
+            index.close()
+            raise
+    return index
+
+
+def _freshness(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-update",
+        action="store_true",
+        help="answer from the index as it is, without first reading the files changed since "
+        "(a running watcher or MCP server makes this the default)",
+    )
 
 
 def _index(args: argparse.Namespace) -> int:
@@ -417,7 +446,7 @@ def _print_report(console: Console, report: IndexReport) -> None:
 
 
 def _search(args: argparse.Namespace) -> int:
-    with _open_index(args) as index:
+    with _query_index(args) as index:
         hits = index.search(
             args.query,
             args.limit,
@@ -446,7 +475,7 @@ def _similar(args: argparse.Namespace) -> int:
             path = os.path.abspath(path)
         else:
             symbol, path = args.target, None
-    with _open_index(args) as index:
+    with _query_index(args) as index:
         if symbol is not None:  # code like that definition
             found = index.implementation_lookup(symbol, limit=1, with_content=False)
             if not found:
@@ -690,6 +719,7 @@ def _mcp(args: argparse.Namespace) -> int:
         port=args.port,
         token=args.token,
         force=args.force_root,
+        watch=args.watch,
     )
     return 0
 

@@ -12,10 +12,12 @@ from ._cli import (
     ROOT_HELP,
     _common,
     _escape,
+    _freshness,
     _open_index,
     _positive_int,
     _print_json,
     _print_rows,
+    _query_index,
     _size,
     _stdout,
 )
@@ -58,6 +60,7 @@ def register(commands: Any) -> None:
     context.add_argument(
         "--budget", type=_positive_int, help="tokens (default: context-budget, 3000)"
     )
+    _freshness(context)
     _project(context)
     context.set_defaults(command=_context)
 
@@ -67,6 +70,7 @@ def register(commands: Any) -> None:
         "-n", "--limit", type=_positive_int, default=5, help="definitions (default 5)"
     )
     lookup.add_argument("--no-content", action="store_true", help="print locations only")
+    _freshness(lookup)
     _project(lookup)
     lookup.set_defaults(command=_lookup)
 
@@ -79,6 +83,7 @@ def register(commands: Any) -> None:
         "--depth", type=_at_most(MAX_DEPTH), default=1, help=f"calls away (1-{MAX_DEPTH})"
     )
     calls.add_argument("-n", "--limit", type=_positive_int, default=100, help="edges per direction")
+    _freshness(calls)
     _project(calls)
     calls.set_defaults(command=_calls)
 
@@ -88,6 +93,7 @@ def register(commands: Any) -> None:
     path.add_argument(
         "--max-depth", type=_at_most(MAX_PATH_DEPTH), default=8, help=f"calls (1-{MAX_PATH_DEPTH})"
     )
+    _freshness(path)
     _project(path)
     path.set_defaults(command=_path)
 
@@ -125,7 +131,7 @@ def _project(parser: argparse.ArgumentParser) -> None:
 
 
 def _context(args: argparse.Namespace) -> int:
-    with _open_index(args) as index:
+    with _query_index(args) as index:
         pack = index.context(args.query, budget=args.budget)
     if args.json:
         _print_json(pack.to_dict())
@@ -148,7 +154,7 @@ def _context(args: argparse.Namespace) -> int:
 
 
 def _lookup(args: argparse.Namespace) -> int:
-    with _open_index(args) as index:
+    with _query_index(args) as index:
         found = index.implementation_lookup(
             args.symbol, limit=args.limit, with_content=not args.no_content
         )
@@ -173,7 +179,7 @@ def _lookup(args: argparse.Namespace) -> int:
 
 def _calls(args: argparse.Namespace) -> int:
     direction: Direction = "callers" if args.callers else "callees" if args.callees else "both"
-    with _open_index(args) as index:
+    with _query_index(args) as index:
         result = index.call_graph(
             args.symbol, direction=direction, depth=args.depth, limit=args.limit
         )
@@ -231,7 +237,7 @@ def _print_edges(console: Console, edges: Sequence[CallEdge], *, caller_side: bo
 
 
 def _path(args: argparse.Namespace) -> int:
-    with _open_index(args) as index:
+    with _query_index(args) as index:
         found = index.call_graph_path(args.source, args.target, max_depth=args.max_depth)
     if args.json:
         _print_json(found.to_dict())

@@ -28,6 +28,8 @@ from ._config import MAX_COUNT, Config, load_config
 from ._context import ContextPack, build_context
 from ._embedding import EmbeddingChoice, select_embedding
 from ._errors import (
+    Error,
+    IndexBusyError,
     IndexCorruptError,
     IndexDirError,
     ProviderError,
@@ -48,7 +50,7 @@ from ._graph import (
     shortest_path,
 )
 from ._kb import CODE, KnowledgeBase, KnowledgeBases, fuse, load_entries
-from ._lease import WriteLease
+from ._lease import WriteLease, watched
 from ._logs import LogEntry, attach_file_log, detach_file_log, read_logs
 from ._metrics import Recorder
 from ._native import NativeIndex
@@ -733,6 +735,33 @@ class CodeIndex:
         except ProviderError as exc:
             _log.warning("semantic channel unavailable, searching lexically: %s", exc)
         return native
+
+    def _catch_up(self) -> None:
+        """Before a one-off query (a command-line search in a new process): bring an index
+        that exists up to date, since files may have changed since it was last written.
+
+        Nothing to do while a watcher keeps it current (see :class:`~._lease.WatchMark`) or
+        another process is writing it (the query reads what it last published). New code is
+        embedded only by the static engine, which costs microseconds per chunk; a slower
+        engine's vectors wait for the next ``index`` (the chunks are found lexically until
+        then), and a remote provider is never called on a query's behalf. A failed update
+        is logged and the query answered from the index as it is.
+        """
+        if watched(self._index_dir) or not self._index_dir.is_dir():
+            return  # a watcher's; or none yet, which the query builds (_ready)
+        native = self._open()
+        if native.generation() == 0 and not native.file_stats():
+            return
+        try:
+            static = self._semantic(native, probe=False).provider == "static"
+        except ProviderError:
+            static = False  # the query says why, as it would without an update
+        try:
+            self.index(progress=False, wait=False, embed=static)
+        except IndexBusyError:
+            pass
+        except Error as exc:
+            _log.warning("the index could not be brought up to date, answering as it is: %s", exc)
 
     def _hits(self, native: NativeIndex, run: Callable[[bool], list[HitDict]]) -> list[SearchHit]:
         """Runs a search; when a remote provider cannot embed the query, runs it again

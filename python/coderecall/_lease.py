@@ -23,9 +23,10 @@ from typing import BinaryIO
 
 from ._errors import IndexBusyError, StoreError
 
-__all__ = ["LEASE_FILE", "WriteLease", "try_lock"]
+__all__ = ["LEASE_FILE", "WATCH_FILE", "WatchMark", "WriteLease", "try_lock", "watched"]
 
 LEASE_FILE = "write.lock"
+WATCH_FILE = "watch.lock"
 _FIRST_POLL = 0.01
 _MAX_POLL = 0.25
 
@@ -95,14 +96,19 @@ class WriteLease:
                     pass
                 if deadline is not None and time.monotonic() >= deadline:
                     waited = "" if wait is False else f" after waiting {wait:g} s"
-                    holder = self._holder()
+                    holder, _ = self._holder()
                     raise IndexBusyError(
                         f"another process is writing the index{waited}: {holder}",
                         holder=holder,
                     )
                 if not told:
-                    _log.warning(
-                        "waiting for another process writing the index: %s", self._holder()
+                    holder, mine = self._holder()
+                    # Turns taken within one process (a server and its own watcher) are the
+                    # normal course of things, not worth a warning.
+                    _log.log(
+                        logging.INFO if mine else logging.WARNING,
+                        "waiting for another process writing the index: %s",
+                        holder,
                     )
                     told = True
                 time.sleep(pause if deadline is None else min(pause, _remaining(deadline)))
@@ -125,20 +131,70 @@ class WriteLease:
             handle.write(json.dumps(record).encode())
             handle.flush()
 
-    def _holder(self) -> str:
+    def _holder(self) -> tuple[str, bool]:
+        """Who holds the lease, and whether that is this very process."""
         try:
             record = json.loads(self._path.read_bytes() or b"{}")
         except (OSError, ValueError):
             record = {}
         if not isinstance(record, dict) or "pid" not in record:
-            return f"{self._path} is locked"
+            return f"{self._path} is locked", False
         here = record["pid"] == os.getpid() and record.get("host") == socket.gethostname()
         mine = " (this very process: another CodeIndex or watcher of the same index)"
         return (
             f"pid {record['pid']}{mine if here else ''} on {record.get('host', '?')}, "
             f"{record.get('purpose', '?')} since {record.get('since', '?')} "
             f"(lock file {self._path})"
-        )
+        ), here
+
+
+class WatchMark:
+    """Says, while held, that a watcher keeps the index current, so a one-off query (a
+    command-line search) needs no update of its own first.
+
+    A shared lock on ``<index>/watch.lock``: any number of watchers hold it at once, and the
+    OS drops it when a holder exits or is killed, so a dead watcher never vouches for an
+    index. Not on Windows, which has no shared locks there: queries then always update.
+    """
+
+    def __init__(self, index_dir: Path) -> None:
+        self._path = index_dir / WATCH_FILE
+        self._handle: BinaryIO | None = None
+
+    def hold(self) -> None:
+        if sys.platform == "win32" or self._handle is not None:
+            return
+        import fcntl
+
+        handle = open(self._path, "a+b")  # noqa: SIM115 (held until release)
+        try:
+            # Blocking: a query's probe holds the lock exclusively for an instant only.
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+        except BaseException:
+            handle.close()
+            raise
+        self._handle = handle
+
+    def release(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.close()
+
+
+def watched(index_dir: Path) -> bool:
+    """Whether a watcher holds the :class:`WatchMark` of the index in ``index_dir``."""
+    if sys.platform == "win32":
+        return False
+    try:
+        handle = open(index_dir / WATCH_FILE, "rb")  # noqa: SIM115 (closed below)
+    except OSError:
+        return False  # no watcher ever marked this index
+    with handle:
+        try:
+            try_lock(handle.fileno())
+        except OSError:
+            return True
+        return False  # closing the handle drops the lock just taken
 
 
 def _remaining(deadline: float) -> float:

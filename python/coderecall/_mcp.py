@@ -40,12 +40,13 @@ from ._graph import MAX_DEPTH, MAX_PATH_DEPTH, Direction
 from ._index import CodeIndex
 from ._memory_context import MIN_BUDGET
 from ._native import __version__
-from ._results import SearchHit
+from ._results import IndexReport, SearchHit
 from ._timephrase import parse_bound
 from ._tokens import default_counter
 
-if TYPE_CHECKING:  # imported on the first memory call (see McpService.memory)
+if TYPE_CHECKING:  # imported on the first memory call (see McpService.memory), or to watch
     from ._memory import MemoryRecord, MemoryStore
+    from ._watch import Watcher
 
 __all__ = ["LOCAL_HOSTS", "TOKEN_ENV", "McpService", "build_server", "count_tokens", "serve"]
 
@@ -111,8 +112,11 @@ class McpService:
         token_cap: int | None = None,
         *,
         memory_path: str | os.PathLike[str] | None = None,
+        watch: bool = False,
     ) -> None:
         self._index = index
+        self._watch = watch
+        self._watcher: Watcher | None = None
         self._cap = index.config.mcp_token_cap if token_cap is None else token_cap
         self._first_update = threading.Event()
         self._update_error: str | None = None
@@ -131,8 +135,26 @@ class McpService:
         """Whether the first update has not (successfully) finished yet."""
         return not self._first_update.is_set() or self._update_error is not None
 
+    @property
+    def watching(self) -> bool:
+        """Whether file changes are being indexed as they happen."""
+        watcher = self._watcher
+        return watcher is not None and watcher.error is None
+
     def start(self) -> None:
-        """Start the first update in a background thread."""
+        """Start the first update in a background thread: a watcher's, which then keeps the
+        index current after every burst of edits, when watching; else a one-off update."""
+        if self._watch:
+            try:
+                self._watcher = self._index.watch(on_update=self._updated, on_error=self._failed)
+                return
+            except OSError as exc:
+                _log.warning(
+                    "cannot watch %s (%s): the index is brought up to date now and then by "
+                    "index_codebase only",
+                    self._index.root,
+                    exc,
+                )
         self._thread = threading.Thread(
             target=self._update, name="coderecall-mcp-index", daemon=True
         )
@@ -154,6 +176,16 @@ class McpService:
         finally:
             self._first_update.set()
 
+    def _updated(self, report: IndexReport) -> None:
+        if not self._first_update.is_set():
+            _log.info("index up to date: %d files, watching for changes", report.files_seen)
+        self._update_error = None
+        self._first_update.set()
+
+    def _failed(self, exc: BaseException) -> None:
+        self._update_error = _message(exc)
+        self._first_update.set()
+
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._first_update.wait(timeout)
 
@@ -166,7 +198,11 @@ class McpService:
             return self._memory
 
     def close(self) -> None:
-        """Closes the memory store if a tool opened it (the index is the caller's)."""
+        """Stops watching, and closes the memory store if a tool opened it (the index is the
+        caller's)."""
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.stop()
         with self._memory_lock:
             memory, self._memory = self._memory, None
         if memory is not None:
@@ -309,7 +345,7 @@ class McpService:
             return self._answer({"report": data})
 
     def status(self) -> str:
-        return self._answer({"status": self._index.status().to_dict()})
+        return self._answer({"status": self._index.status().to_dict(), "watching": self.watching})
 
     def health(self, repair: bool) -> str:
         if repair:
@@ -872,8 +908,10 @@ def serve(
     port: int = 8765,
     token: str | None = None,
     force: bool = False,
+    watch: bool = True,
 ) -> None:
-    """Serve the index of ``root`` until the client goes away (stdio) or Ctrl-C (HTTP).
+    """Serve the index of ``root`` until the client goes away (stdio) or Ctrl-C (HTTP),
+    re-indexing files as they change unless ``watch`` is false.
 
     Raises :class:`~coderecall.ConfigError` when HTTP would bind to a non-local address
     without a token (``token``, else the ``CODERECALL_MCP_TOKEN`` variable).
@@ -887,7 +925,7 @@ def serve(
         )
     with CodeIndex(root, force=force) as index:
         index._log_to_file()
-        service = McpService(index)
+        service = McpService(index, watch=watch)
         server = build_server(service)
         service.start()
         try:

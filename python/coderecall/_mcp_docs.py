@@ -8,8 +8,10 @@ Code intelligence over one project (and its knowledge bases). To understand a sy
 or a question, start with codebase_context: one call returns the evidence within a token
 budget. For a list of places use codebase_search (codebase_peek for locations only); for the
 definition of a known name implementation_lookup; for who calls what call_graph and
-call_graph_path. index_codebase after large edits. Every answer says when it was cut
-(truncated) or may be out of date (stale).
+call_graph_path. The server re-indexes files moments after they are saved while it watches
+the project (index_status says whether it does); index_codebase waits until your latest
+edits are indexed. Every answer says when it was cut (truncated) or may be out of date
+(stale).
 
 Memory of earlier sessions on this project (decisions, fixed errors, preferences, progress):
 ask answers a question from memory and code at once; to dig into memory, memory_search, then
@@ -53,16 +55,18 @@ codebase_search."""
 
 INDEX_DOC = """\
 Bring the code index up to date with the files on disk (incremental: only changed files are
-read). The server already does this on start, so call it after you edited many files, or
-with force=true to re-read everything. Returns JSON `{"report": {...}}` with files seen,
+read). The server does this on start and, while it watches the project, moments after each
+burst of saved edits; call it to be sure your latest edits are searchable now, or with
+force=true to re-read everything. Returns JSON `{"report": {...}}` with files seen,
 parsed, removed, chunks added, skipped-file counts by reason, seconds taken. With
 estimate=true nothing is embedded: it returns `{"estimate": {...}}`, the number of chunks
 and tokens embedding would cost."""
 
 STATUS_DOC = """\
 Describe the index: whether it exists, how many files, chunks and symbols it holds, files per
-language, its size on disk, when it was last updated and what that run did. Cheap; use it to
-check that the codebase is indexed or to explain a surprising search result."""
+language, its size on disk, when it was last updated and what that run did, and whether the
+server watches the project for edits (`watching`). Cheap; use it to check that the codebase
+is indexed or to explain a surprising search result."""
 
 HEALTH_DOC = """\
 Check the index for damage: the database's integrity, that every stored file version reads

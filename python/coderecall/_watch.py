@@ -75,6 +75,7 @@ from watchdog.observers.polling import PollingObserverVFS
 
 from ._collect import PathSorter
 from ._errors import CancelledError, IndexBusyError, RootNotFoundError
+from ._lease import WatchMark
 from ._paths import find_git
 from ._results import IndexReport
 
@@ -249,6 +250,7 @@ class Watcher:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._observer: BaseObserver | None = None
+        self._mark = WatchMark(index.index_dir)
         self._lost = _LostEvents(lambda: self._note([], [], full=True))
         self._polling = False
         self._made: set[bytes] = set()  # folders made while watched, not checked yet
@@ -309,7 +311,11 @@ class Watcher:
             root = os.stat(self._root)
             self._root_id = (root.st_dev, root.st_ino)
             self._observer = self._start_observer()
+            self._index._ensure_index_dir()
+            self._mark.hold()  # queries from other processes can rely on us from now on
         except BaseException:
+            _discard(self._observer)
+            self._observer = None
             with self._cond:
                 self._started = False
             raise
@@ -326,6 +332,7 @@ class Watcher:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
+        self._mark.release()
         observer, thread = self._observer, self._thread
         if observer is not None:
             observer.stop()
