@@ -256,12 +256,16 @@ class PathSorter:
             except OSError:
                 self._skipped[SKIP_UNREADABLE].add(prefix or ".")
                 continue
-            if self._respect_gitignore:
-                for entry in entries:
-                    # A symlinked .gitignore is not followed, as in git since 2.32.
-                    if entry.name == ".gitignore" and entry.is_file(follow_symlinks=False):
-                        rules = self._with_gitignore(entry.path, prefix, rules)
-                        break
+            names = {entry.name: entry for entry in entries}
+            # Looked for here, where the listing is at hand, rather than by trying to open a
+            # .git in every folder before entering it (the root may be a linked worktree).
+            if rel_dir and ".git" in names and _linked_worktree(abs_dir):
+                self._skipped[SKIP_IGNORED].add(prefix)
+                continue
+            gitignore = names.get(".gitignore") if self._respect_gitignore else None
+            # A symlinked .gitignore is not followed, as in git since 2.32.
+            if gitignore is not None and gitignore.is_file(follow_symlinks=False):
+                rules = self._with_gitignore(gitignore.path, prefix, rules)
             for entry in entries:
                 path = prefix + entry.name
                 if self._sort(entry, path, rules):
@@ -277,7 +281,7 @@ class PathSorter:
                 self._skipped[SKIP_BAD_NAME].add(scrub(path) + ("/" if folder else ""))
                 return False
             if entry.is_dir(follow_symlinks=False):
-                reason = self._skips_folder(path, rules)
+                reason = self._skips_folder(path, rules, worktree=False)  # _walk checks
                 if reason:
                     self._skipped[reason].add(f"{path}/")
                 return reason is None
@@ -303,13 +307,14 @@ class PathSorter:
             self._files[path] = (result.st_mtime_ns, result.st_size)
         return False
 
-    def _skips_folder(self, path: str, rules: _RuleStack) -> str | None:
+    def _skips_folder(self, path: str, rules: _RuleStack, *, worktree: bool = True) -> str | None:
         """Why the walk does not enter a folder: ``""`` when it passes over it silently (our
-        index folders), ``"ignored"``, or ``None`` when it enters."""
+        index folders), ``"ignored"``, or ``None`` when it enters. ``worktree`` also looks
+        inside it for a linked worktree's ``.git`` file."""
         if path in self._never:
             return ""
-        if _ignored(f"{path}/", rules, self._exclude) or _linked_worktree(
-            os.path.join(self._root_dir, path)
+        if _ignored(f"{path}/", rules, self._exclude) or (
+            worktree and _linked_worktree(os.path.join(self._root_dir, path))
         ):
             return SKIP_IGNORED
         return None
