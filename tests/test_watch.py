@@ -342,6 +342,36 @@ def test_polling_when_forced(project: Path, index: CodeIndex) -> None:
         assert not {path for path in polled if path.startswith(str(index.index_dir))}
 
 
+def test_polling_a_large_tree_waits_in_proportion_to_its_snapshots() -> None:
+    # A tenth of a core at most: nine times as long idle as the last snapshot kept busy.
+    assert coderecall._watch.poll_wait(0.01, 1.0) == 1.0
+    assert coderecall._watch.poll_wait(0.5, 1.0) == pytest.approx(4.5)
+    assert coderecall._watch.poll_wait(1000.0, 1.0) == 60.0  # still sees edits once a minute
+
+
+def test_a_polling_watcher_spaces_its_snapshots_as_poll_wait_says(
+    project: Path, index: CodeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshots: list[float] = []
+
+    class Counting(Watcher):
+        def _polled(self, folder: str | None) -> Iterator[os.DirEntry[str]]:
+            if folder == str(index.root):
+                snapshots.append(time.monotonic())
+            return super()._polled(folder)
+
+    monkeypatch.setattr(coderecall._watch, "poll_wait", lambda busy, interval: 0.6)
+    with Counting(index, force_polling=True, poll_interval=0.05) as watcher:
+        assert watcher.wait_idle(TIMEOUT)
+        time.sleep(2.0)
+        start = time.monotonic()
+        (project / "docs" / "deployment.md").write_text("# Deployment\n\nUse the blue lever.\n")
+        eventually(lambda: paths_found(index, "lever") == {"docs/deployment.md"}, "polled")
+    later = [t for t in snapshots if t >= start - 2.0]
+    # Every 0.05 s would be some 40 snapshots in those two seconds; every 0.6 s, four.
+    assert 2 <= len(later) <= 8, len(later)
+
+
 def test_out_of_watches_falls_back_to_polling(
     project: Path,
     index: CodeIndex,
