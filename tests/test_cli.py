@@ -786,7 +786,18 @@ def test_a_query_leaves_updates_to_a_running_watcher(project: Path) -> None:
             assert watcher.wait_idle(60)
             write_files(project, {LEDGER: LEDGER_CODE})
             assert not _ledger_hits(project)
+            assert _status(project)["watched"] is True
+            shown = run("status", "--path", str(project))
+            assert re.search(r"^watched +yes", shown.stdout, re.MULTILINE), shown.stdout
+        assert _status(project)["watched"] is False
         assert _ledger_hits(project)
+
+
+def _status(project: Path) -> dict[str, Any]:
+    result = run("status", "--path", str(project), "--json")
+    assert result.returncode == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
 
 
 def test_a_query_answers_while_another_process_writes(project: Path) -> None:

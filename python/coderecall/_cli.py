@@ -755,6 +755,8 @@ def _print_status(console: Console, status: IndexStatus) -> None:
     ]
     if status.last_indexed is not None:
         rows.append(("last indexed", f"{status.last_indexed.astimezone():%Y-%m-%d %H:%M:%S}"))
+    if status.watched:
+        rows.append(("watched", "yes: a watcher or MCP server keeps it current"))
     if status.embedding_model is not None:
         report = status.last_report
         same = report is not None and report.embedding_model == status.embedding_model

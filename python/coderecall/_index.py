@@ -984,6 +984,7 @@ class CodeIndex:
             last_report=self._last_report(native),
             embedding_model=model,
             vectors=native.vector_count(model) if model is not None else 0,
+            watched=watched(self._index_dir),
         )
 
     def _open(self, *, rebuild_broken: bool = False) -> NativeIndex:

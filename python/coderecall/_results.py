@@ -161,6 +161,9 @@ class IndexStatus:
     """The model the index's vectors were last computed with (``None`` if none was)."""
     vectors: int = 0
     """Stored vectors of that model: one per distinct chunk content."""
+    watched: bool = False
+    """Whether a watcher (``coderecall watch``, an MCP server, :meth:`CodeIndex.watch`) keeps
+    the index current right now, in this process or another."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,6 +182,7 @@ class IndexStatus:
             "last_report": self.last_report.to_dict() if self.last_report else None,
             "embedding_model": self.embedding_model,
             "vectors": self.vectors,
+            "watched": self.watched,
         }
 
 
