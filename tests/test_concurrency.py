@@ -353,6 +353,101 @@ FORK_AFTER_EVERYTHING = FORK_HARNESS + textwrap.dedent(
 )
 
 
+# The parent indexes, searches and remembers, then forks while one of its threads holds the
+# index's lock (a call under way); the child carries on with the objects it inherited:
+# indexes a new file, searches, remembers, closes them. Then the parent, with its own
+# handles, must see the child's work and go on writing. Prints both sides' results.
+FORK_WITH_OPEN_HANDLES = FORK_HARNESS + textwrap.dedent(
+    """
+    import threading
+
+    root, memory_path = Path(sys.argv[1]), Path(sys.argv[2])
+    index = CodeIndex(root)
+    index.index(progress=False)
+    memory = index.memory(path=memory_path)
+    memory.add("the ledger is reconciled every night by the batch job")
+    before = [h.path for h in index.search("TokenStore", limit=3)]
+    parents = index._native
+
+    def child():
+        try:
+            parents.generation()
+            refused = None
+        except Exception as exc:
+            refused = f"{type(exc).__name__}: {exc}"
+        (root / "src/shop/ledger.py").write_text(
+            "def reconcile_ledger_entries(ledger):\\n    return sorted(ledger)\\n"
+        )
+        report = index.index(progress=False)
+        found = [h.path for h in index.search("reconcile_ledger_entries", limit=3)]
+        memory.add("statements arrive from the bank as CSV files at six")
+        remembered = sorted(h.snippet for h in memory.search("bank statements ledger", limit=5))
+        index.close()
+        memory.close()
+        return {
+            "refused": refused,
+            "parsed": report.files_parsed,
+            "found": found,
+            "remembered": remembered,
+        }
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_lock():
+        with index._lock:
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    held.wait()
+    result = in_forked_child(child)
+    release.set()
+    holder.join()
+    after = {
+        "found": [h.path for h in index.search("reconcile_ledger_entries", limit=3)],
+        "health": index.health().ok,
+        "records": len(memory.records()),
+    }
+    (root / "src/shop/more.py").write_text("def close_the_month():\\n    return 1\\n")
+    after["parsed"] = index.index(progress=False).files_parsed
+    memory.add("the month is closed on the first working day")
+    after["records_then"] = len(memory.records())
+    memory.close()
+    index.close()
+    print(json.dumps({"before": before, "child": result, "after": after}))
+    """
+)
+
+
+def test_a_forked_child_uses_the_index_and_memory_it_inherited(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    """Objects opened before a fork go on working in the child, which opens its own files
+    (the parent's SQLite connections are neither used nor closed there, and a lock held by
+    one of the parent's threads does not hold the child up); the parent is unharmed."""
+    root = make_repo(SAMPLE_PROJECT)
+    outcome = run_script(
+        FORK_WITH_OPEN_HANDLES,
+        root,
+        tmp_path / "memory.db",
+        env={"CODERECALL_EMBEDDING_PROVIDER": "none"},
+    )
+    assert outcome["before"][0] == "src/shop/auth.py"
+    child = outcome["child"]
+    assert child is not None, "the forked child never finished (a lock it inherited held?)"
+    assert child["refused"].startswith("StoreError: this index handle was opened by process")
+    assert child["parsed"] == 1
+    assert child["found"][0] == "src/shop/ledger.py"
+    assert len(child["remembered"]) == 2
+    after = outcome["after"]
+    assert after["found"][0] == "src/shop/ledger.py"
+    assert after["health"] is True
+    assert after["records"] == 2
+    assert after["parsed"] == 1
+    assert after["records_then"] == 3
+
+
 BROAD_QUERY = "handle parse request retries"
 
 
@@ -369,17 +464,24 @@ def handlers(make_repo: MakeRepo) -> Path:
     return make_repo(files)
 
 
-def run_fork_after_query(root: Path, **env: str) -> dict[str, Any]:
+def run_script(
+    script: str, *args: object, timeout: float = 180, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The JSON a script prints, run in a fresh interpreter with ``env`` added."""
     run = subprocess.run(
-        [sys.executable, "-c", FORK_AFTER_QUERY, str(root), BROAD_QUERY],
+        [sys.executable, "-c", script, *map(str, args)],
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=timeout,
         check=True,
-        env=dict(os.environ, **env),
+        env=dict(os.environ, **(env or {})),
     )
     outcome: dict[str, Any] = json.loads(run.stdout)
     return outcome
+
+
+def run_fork_after_query(root: Path, **env: str) -> dict[str, Any]:
+    return run_script(FORK_AFTER_QUERY, root, BROAD_QUERY, env=env)
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the threads in /proc")
@@ -423,16 +525,15 @@ def test_a_forked_child_embeds_builds_graphs_and_remembers_like_its_parent(
     memory store's analysis) runs on threads this library names and rebuilds after a fork,
     never on rayon's global pool, which a child inherits without its threads: a child of a
     process that had indexed with a static model waited forever for its first embedding."""
-    run = subprocess.run(
-        [sys.executable, "-c", FORK_AFTER_EVERYTHING, *map(str, (static_model, minilm, tmp_path))],
-        capture_output=True,
-        text=True,
+    outcome = run_script(
+        FORK_AFTER_EVERYTHING,
+        static_model,
+        minilm,
+        tmp_path,
         timeout=300,
-        check=True,
         # numpy's OpenBLAS would start a thread of its own (it handles forks itself).
-        env=dict(os.environ, OPENBLAS_NUM_THREADS="1"),
+        env={"OPENBLAS_NUM_THREADS": "1"},
     )
-    outcome = json.loads(run.stdout)
     parent = outcome["parent"]
     assert len(parent["hits"]) == 5
     assert all("semantic" in channels for *_, channels in parent["hits"])

@@ -39,6 +39,7 @@ from ._errors import (
     RootRefusedError,
     WidthChangedError,
 )
+from ._fork import keep, track
 from ._graph import (
     CallGraphResult,
     CallPath,
@@ -183,6 +184,22 @@ class CodeIndex:
         # What the index recorded of its model when the configured remote model was last
         # left unprobed, and that choice: until the record changes there is nothing new.
         self._unprobed: tuple[dict[str, object], EmbeddingChoice] | None = None
+        track(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's handles are kept, unused and unclosed (see
+        :mod:`coderecall._fork`), and the next call opens the index again."""
+        keep(self._native, self._embedding, self._unprobed, self._knowledge_bases, self._memory)
+        self._lock = threading.Lock()
+        self._semantic_lock = threading.Lock()
+        self._native = None
+        self._built = False
+        self._embedding = None
+        self._semantic_on = None
+        self._knowledge_bases = KnowledgeBases(self)
+        self._recorder = Recorder()
+        self._memory = None
+        self._unprobed = None
 
     @property
     def root(self) -> Path:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ._dirs import user_data_dir
 from ._errors import StoreError
+from ._fork import keep, track
 
 __all__ = ["MemoryDatabase", "memory_path"]
 
@@ -105,6 +106,15 @@ class MemoryDatabase:
         self.busy_timeout = busy_timeout
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        track(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's connections are kept, unused and unclosed (see
+        :mod:`coderecall._fork`); each thread opens its own again."""
+        keep(*self._connections)
+        self._local = threading.local()
+        self._connections = []
         self._lock = threading.Lock()
 
     def close(self) -> None:

@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from ._errors import Error, QueryError
+from ._fork import keep, track
 from ._identity import project_identity
 from ._memdb import BUSY_TIMEOUT, MemoryDatabase, memory_path
 from ._native import Embedder, KeySet
@@ -317,6 +318,19 @@ class MemoryStore:
         self._filtered: tuple[tuple[object, ...], _Candidates] | None = None
         self._newest: tuple[str, float | None] | None = None
         self._words: dict[int, tuple[str, frozenset[str]]] = {}
+        track(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: new locks, and the search indexes built again from the
+        database on first use (a parent's thread may have been changing them); the database
+        handles the fork itself."""
+        keep(self._index, self._vectors)
+        self._lock = threading.Lock()
+        self._rebuild_lock = threading.Lock()
+        self._index = None
+        self._vectors = None
+        self._filtered = None
+        self._newest = None
 
     @property
     def path(self) -> Path:

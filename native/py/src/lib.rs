@@ -151,15 +151,43 @@ struct NativeIndex {
     /// Shared with running calls, so `close` never pulls the engine from under one of them;
     /// the files are released when the last call returns.
     engine: RwLock<Option<Arc<Engine>>>,
+    /// The process that opened the index. A forked child must neither use the parent's SQLite
+    /// connections nor close them (closing a file drops every POSIX lock the child holds on
+    /// it, its own connections' too): there the handle refuses calls and leaks on drop.
+    pid: u32,
 }
 
 impl NativeIndex {
+    fn inherited(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
     fn engine(&self) -> PyResult<Arc<Engine>> {
+        if self.inherited() {
+            return Err(StoreError::new_err(format!(
+                "this index handle was opened by process {} before a fork; open the index \
+                 again in this process",
+                self.pid
+            )));
+        }
         self.engine
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
             .ok_or_else(|| StoreError::new_err("the index is closed"))
+    }
+}
+
+impl Drop for NativeIndex {
+    fn drop(&mut self) {
+        if self.inherited() {
+            let engine = self
+                .engine
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            std::mem::forget(engine);
+        }
     }
 }
 
@@ -172,10 +200,14 @@ impl NativeIndex {
             .map_err(to_py)?;
         Ok(NativeIndex {
             engine: RwLock::new(Some(Arc::new(engine))),
+            pid: std::process::id(),
         })
     }
 
     fn close(&self) {
+        if self.inherited() {
+            return; // the parent's to close; dropping leaks it here
+        }
         self.engine
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
