@@ -774,7 +774,8 @@ class CodeIndex:
         except ProviderError:
             static = False  # the query says why, as it would without an update
         try:
-            self.index(progress=False, wait=False, embed=static)
+            # A bar on a terminal, for a catch-up that takes long (after a branch switch).
+            self.index(wait=False, embed=static)
         except IndexBusyError:
             pass
         except Error as exc:
