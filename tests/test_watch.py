@@ -26,6 +26,7 @@ from watchdog.observers.polling import PollingObserver
 
 import coderecall._watch
 from coderecall import CodeIndex, IndexReport, QueryError, RootNotFoundError, StoreError
+from coderecall._lease import watched
 from coderecall._watch import Watcher
 from helpers import (
     GIT_ENV,
@@ -445,6 +446,7 @@ def test_a_failed_update_is_reported_and_watching_goes_on(
     reports: list[IndexReport] = []
     with index.watch(on_update=reports.append, on_error=errors.append) as watcher:
         assert watcher.wait_idle(TIMEOUT)
+        assert watched(index.index_dir)
         real_index = index.index
 
         def failing(**kwargs: object) -> IndexReport:
@@ -455,12 +457,16 @@ def test_a_failed_update_is_reported_and_watching_goes_on(
         (project / "README.md").write_text("first change\n")
         eventually(lambda: bool(errors), "the failure is reported")
         assert isinstance(errors[0], OSError)
+        # A failing watcher does not vouch for the index: queries catch up themselves.
+        assert not watched(index.index_dir)
         (project / "README.md").write_text("a second change, about marmalade\n")
         eventually(lambda: paths_found(index, "marmalade") == {"README.md"}, "watching goes on")
         settled(watcher)
         # After a failure, the next update is a full one: what was published is unknown.
         assert reports[-1].files_seen == index.status().files
         assert watcher.updates == len(reports) == 2
+        assert watched(index.index_dir)
+    assert not watched(index.index_dir)
 
 
 CLI_ENV = {**os.environ, "CODERECALL_EMBEDDING_PROVIDER": "none"}

@@ -338,8 +338,8 @@ class Watcher:
         """
         with self._cond:
             self._stopping = True
+            self._mark.release()
             self._cond.notify_all()
-        self._mark.release()
         observer, thread = self._observer, self._thread
         if observer is not None:
             observer.stop()
@@ -681,6 +681,9 @@ class Watcher:
             return
         self._busy_logged = False
         with self._cond:
+            if not self._stopping:
+                with contextlib.suppress(OSError):
+                    self._mark.hold()  # again, after a failure
             self._updates += 1
             self._last_report = report
             self._last_flush_started = ended
@@ -742,6 +745,8 @@ class Watcher:
         what was published is unknown."""
         _log.error("watch: updating the index failed: %s (watching goes on)", exc)
         with self._cond:
+            # Until an update succeeds, queries from other processes catch up themselves.
+            self._mark.release()
             self._redo_full = True
         self._call(self._on_error, exc)
 
