@@ -1240,3 +1240,28 @@ def test_a_corrupt_database_is_reported_and_force_rebuilds_it(project: Path) -> 
     ]
     assert len(aside) == 1
     assert (aside[0] / "index.db").read_bytes().startswith(b"this is not a database")
+
+
+def test_a_catch_up_that_cannot_write_answers_from_the_index_as_it_is(
+    project: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A query's catch-up (the command line's) on an index this user may not write: the
+    query answers from what is there, with a warning, rather than failing."""
+    with CodeIndex(project) as index:
+        index.index()
+    write_files(project, {"src/shop/ledger.py": "def reconcile_ledger():\n    return 1\n"})
+
+    def refused(self: object, wait: object = True) -> object:
+        raise PermissionError(errno.EACCES, "Permission denied", "write.lock")
+
+    monkeypatch.setattr(coderecall._lease.WriteLease, "hold", refused)
+    with CodeIndex(project) as index:
+        index._catch_up()
+        assert [h.path for h in index.search("TokenStore", limit=1)] == ["src/shop/auth.py"]
+        assert "src/shop/ledger.py" not in {h.path for h in index.search("reconcile_ledger")}
+    assert "could not be brought up to date" in caplog.text
+    assert "Permission denied" in caplog.text
+    monkeypatch.undo()
+    with CodeIndex(project) as index:
+        index._catch_up()
+        assert index.search("reconcile_ledger")[0].path == "src/shop/ledger.py"

@@ -778,7 +778,7 @@ class CodeIndex:
             self.index(wait=False, embed=static)
         except IndexBusyError:
             pass
-        except Error as exc:
+        except (Error, OSError) as exc:  # OSError: an index folder this user may not write
             _log.warning("the index could not be brought up to date, answering as it is: %s", exc)
 
     def _hits(self, native: NativeIndex, run: Callable[[bool], list[HitDict]]) -> list[SearchHit]:
