@@ -15,6 +15,12 @@ cycles through its arguments; ``codebase_context`` is measured on each of its ro
 read-only tool this script has no arguments for stops it: the table must cover them all.
 With a transformer model, the questions repeat within the 16 queries whose vectors the
 engine remembers, so their rows measure everything but the model's pass.
+
+Then a second server watches a generated tree (2,000 Python files in a temporary git
+repository; 200 with ``--quick``), one of whose files is rewritten again and again (20 times;
+5 with ``--quick``) with a new identifier: the second table is the time from the end of each
+write to the first ``codebase_search`` whose hits hold it, the watcher's debounce included (what an
+agent that edits a file and then searches sees, without calling ``index_codebase``).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from coderecall._mcp import count_tokens
 from .speed.report import table
 from .speed.run import load, machine, native_build
 from .speed.stats import fmt_ms, median, percentile
+from .speed.trees import generated_repo, module_path
 
 CALLS = 30
 QUICK_CALLS = 5
@@ -57,6 +64,10 @@ identifiers and paths, so they need not match anything in particular."""
 IDENTIFIERS = 5
 PATHS = 5
 CHAINS = 3
+EDIT_FILES, QUICK_EDIT_FILES = 2_000, 200
+EDITS, QUICK_EDITS = 20, 5
+EDIT_POLL = 0.005
+"""Seconds between searches while waiting for an edit (each search itself takes a few ms)."""
 _CODE_KINDS = frozenset({"module", "section", "document", "text"})
 """Kinds that are not definitions worth a call graph."""
 
@@ -359,11 +370,16 @@ class Run:
     rows: list[tuple[Row, Measured]]
 
 
-async def bench(root: Path, calls: int, memory: Path) -> Run:
-    env = {**os.environ, "CODERECALL_MEMORY": str(memory)}  # never the user's own memory
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "coderecall", "mcp", str(root)], env=env
+def server(root: Path, memory: Path, **env: str) -> StdioServerParameters:
+    """``coderecall mcp root`` with its own memory database (never the user's)."""
+    environment = {**os.environ, "CODERECALL_MEMORY": str(memory), **env}
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "coderecall", "mcp", str(root)], env=environment
     )
+
+
+async def bench(root: Path, calls: int, memory: Path) -> Run:
+    params = server(root, memory)
     async with (
         stdio_client(params) as (read, write),
         ClientSession(read, write, read_timeout_seconds=READY_TIMEOUT) as session,
@@ -384,6 +400,62 @@ async def bench(root: Path, calls: int, memory: Path) -> Run:
         rows = rows_for(read_only, targets)
         measured = [(row, await measure(client, row, calls)) for row in rows]
     return Run(ready, status, str(metrics["embedding_model"] or "lexical only"), measured)
+
+
+async def edit_latency(scratch: Path, files: int, edits: int) -> list[float]:
+    """Seconds from the end of each write to the first search that finds what it wrote."""
+    root = scratch / "tree"
+    root.mkdir()
+    generated_repo(root, files, 12)
+    target = module_path(root, 0)
+    original = target.read_text(encoding="utf-8")
+    params = server(root, scratch / "edits-memory.db", CODERECALL_EMBEDDING_PROVIDER="none")
+    seconds: list[float] = []
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=READY_TIMEOUT) as session,
+    ):
+        await session.initialize()
+        client = Client(session)
+        await wait_ready(client)
+        for n in range(edits):
+            word = f"edited_marker_{n:04d}"
+            target.write_text(f"def {word}(request):\n    return request\n\n\n{original}")
+            written = time.perf_counter()
+            while True:
+                # The text, not just the path: the file held the previous edit's identifier.
+                found = await client.answer("codebase_search", {"query": word, "limit": 3})
+                if any(word in hit["content"] for hit in found["hits"]):
+                    seconds.append(time.perf_counter() - written)
+                    break
+                if time.perf_counter() - written > 60:
+                    raise TimeoutError(f"{word} never became searchable")
+                await anyio.sleep(EDIT_POLL)
+            await anyio.sleep(1.0)  # the next edit is a burst of its own
+    return seconds
+
+
+def render_edits(seconds: list[float], files: int) -> str:
+    ms = [s * 1000 for s in seconds]
+    return "\n".join(
+        [
+            "\n## Edit to searchable through the server\n",
+            f"{files:,} generated Python files, watched by the server (debounce: the "
+            "watch-debounce setting, 0.3 s, included); each edit rewrites one file with a new "
+            "identifier, then codebase_search is asked until a hit holds it\n",
+            table(
+                ["edits", "p50 ms", "p95 ms", "max ms"],
+                [
+                    [
+                        str(len(ms)),
+                        fmt_ms(median(ms)),
+                        fmt_ms(percentile(ms, 95)),
+                        fmt_ms(max(ms)),
+                    ]
+                ],
+            ),
+        ]
+    )
 
 
 def render(run: Run, root: Path, calls: int) -> str:
@@ -431,9 +503,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     calls = args.calls or (QUICK_CALLS if args.quick else CALLS)
     root = args.root.resolve()
+    files = QUICK_EDIT_FILES if args.quick else EDIT_FILES
     with tempfile.TemporaryDirectory(prefix="coderecall-mcp-bench-") as scratch:
         run = anyio.run(bench, root, calls, Path(scratch) / "memory.db")
+        edits = anyio.run(edit_latency, Path(scratch), files, QUICK_EDITS if args.quick else EDITS)
     print(render(run, root, calls))
+    print(render_edits(edits, files))
     return 0
 
 
