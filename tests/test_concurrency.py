@@ -448,6 +448,47 @@ def test_a_forked_child_uses_the_index_and_memory_it_inherited(
     assert after["records_then"] == 3
 
 
+# A child forked while its parent holds the write lease and the watch mark, and which then
+# lives on (a worker): once the parent lets go, both must be free, though the child shares
+# the open files the locks belong to. Prints what the parent then finds.
+FORK_WHILE_LOCKED = textwrap.dedent(
+    """
+    import json, os, sys
+    from pathlib import Path
+    from coderecall._errors import IndexBusyError
+    from coderecall._lease import WatchMark, WriteLease, watched
+
+    folder = Path(sys.argv[1])
+    mark = WatchMark(folder)
+    mark.hold()
+    read, write = os.pipe()
+    started, running = os.pipe()
+    with WriteLease(folder).hold():
+        pid = os.fork()
+        if pid == 0:  # its fork handlers have run by now
+            os.write(running, b"x")
+            os.read(read, 1)  # lives until the parent is done
+            os._exit(0)
+    os.read(started, 1)
+    mark.release()
+    try:
+        with WriteLease(folder).hold(wait=False):
+            lease = "free"
+    except IndexBusyError as exc:
+        lease = str(exc)
+    outcome = {"lease": lease, "watched": watched(folder)}
+    os.write(write, b"x")
+    os.waitpid(pid, 0)
+    print(json.dumps(outcome))
+    """
+)
+
+
+def test_a_forked_child_does_not_keep_its_parents_locks(tmp_path: Path) -> None:
+    outcome = run_script(FORK_WHILE_LOCKED, tmp_path)
+    assert outcome == {"lease": "free", "watched": False}
+
+
 BROAD_QUERY = "handle parse request retries"
 
 

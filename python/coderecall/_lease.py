@@ -66,10 +66,12 @@ class WriteLease:
         :class:`~coderecall.StoreError` when the index folder is gone.
         """
         handle = self._acquire(wait)
+        _HELD.add(handle)
         try:
             self._describe_holder(handle)
             yield
         finally:
+            _HELD.discard(handle)
             with contextlib.suppress(OSError):
                 handle.truncate(0)
             handle.close()  # releases the lock
@@ -174,10 +176,12 @@ class WatchMark:
             handle.close()
             raise
         self._handle = handle
+        _HELD.add(handle)
 
     def release(self) -> None:
         handle, self._handle = self._handle, None
         if handle is not None:
+            _HELD.discard(handle)
             handle.close()
 
 
@@ -195,6 +199,25 @@ def watched(index_dir: Path) -> bool:
         except OSError:
             return True
         return False  # closing the handle drops the lock just taken
+
+
+_HELD: set[BinaryIO] = set()
+"""The lock files this process holds a lock through."""
+
+
+def _close_inherited_locks() -> None:
+    """In a forked child: close its copies of the parent's lock files. A ``flock`` lock
+    belongs to the open file, which a fork shares, so a child that kept them (a worker that
+    lives for hours) would hold the parent's write lease or watch mark long after the
+    parent let go; closing a copy leaves the parent's lock as it is."""
+    for handle in list(_HELD):
+        with contextlib.suppress(OSError, ValueError):
+            handle.close()  # this copy only: the lock stays the parent's
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_close_inherited_locks)
 
 
 def _remaining(deadline: float) -> float:
