@@ -439,6 +439,21 @@ def test_stop_cancels_a_running_update(make_repo: MakeRepo) -> None:
         assert watcher.updates == 0
 
 
+def test_a_file_system_without_locks_is_watched_all_the_same(
+    project: Path, index: CodeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_locks(self: object) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(coderecall._lease.WatchMark, "hold", no_locks)
+    with index.watch() as watcher:
+        assert watcher.wait_idle(TIMEOUT)
+        (project / "README.md").write_text("a change about marmalade\n")
+        eventually(lambda: paths_found(index, "marmalade") == {"README.md"}, "watched")
+        # Unmarked: queries from other processes catch up themselves.
+        assert not watched(index.index_dir)
+
+
 def test_a_failed_update_is_reported_and_watching_goes_on(
     project: Path, index: CodeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:

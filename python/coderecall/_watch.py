@@ -318,14 +318,15 @@ class Watcher:
             root = os.stat(self._root)
             self._root_id = (root.st_dev, root.st_ino)
             self._observer = self._start_observer()
-            self._index._ensure_index_dir()
-            self._mark.hold()  # queries from other processes can rely on us from now on
         except BaseException:
-            _discard(self._observer)
-            self._observer = None
             with self._cond:
                 self._started = False
             raise
+        try:  # queries from other processes can rely on us from now on
+            self._index._ensure_index_dir()
+            self._mark.hold()
+        except OSError as exc:  # a file system without locks: they catch up themselves
+            _log.info("watch: cannot mark the index as watched: %s", exc)
         logging.getLogger(_WATCHDOG_LOGGER).addHandler(self._lost)
         self._thread = threading.Thread(target=self._run, name="coderecall-watch", daemon=True)
         self._thread.start()
