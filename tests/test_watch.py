@@ -454,6 +454,22 @@ def test_a_file_system_without_locks_is_watched_all_the_same(
         assert not watched(index.index_dir)
 
 
+def test_no_locks_means_nobody_watches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "watch.lock").write_bytes(b"")
+
+    def refused(fd: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(coderecall._lease, "try_lock", refused)
+    assert not watched(tmp_path)
+
+    def held(fd: int) -> None:
+        raise BlockingIOError(errno.EWOULDBLOCK, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(coderecall._lease, "try_lock", held)
+    assert watched(tmp_path)
+
+
 def test_a_failed_update_is_reported_and_watching_goes_on(
     project: Path, index: CodeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,7 @@ SQLite's write-ahead log gives them a consistent snapshot while a writer works.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -196,8 +197,9 @@ def watched(index_dir: Path) -> bool:
     with handle:
         try:
             try_lock(handle.fileno())
-        except OSError:
-            return True
+        except OSError as exc:
+            # Held; or a file system without locks, where nobody can vouch for the index.
+            return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
         return False  # closing the handle drops the lock just taken
 
 
