@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -812,4 +813,15 @@ def test_a_query_answers_while_another_process_writes(project: Path) -> None:
         assert json.loads(result.stdout)[0]["path"] == "src/shop/auth.py"
         assert result.stderr == ""  # no waiting, no warning: the writer catches up
         assert not _ledger_hits(project)
+        # A writer at it for a minute (a branch switch on a large tree) is worth a line.
+        lease = index_dir / "write.lock"
+        record = json.loads(lease.read_text())
+        record["since"] = (datetime.now(timezone.utc) - timedelta(minutes=1)).isoformat()
+        lease.write_text(json.dumps(record))
+        result = run("search", "TokenStore", "--path", str(project), "--json")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)[0]["path"] == "src/shop/auth.py"
+        (line,) = result.stderr.splitlines()
+        assert re.search(r"another process has been writing the index for 6\d s", line), line
+        assert "as it was before that run" in line
     assert _ledger_hits(project)

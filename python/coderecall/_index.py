@@ -84,6 +84,9 @@ a static model's). Each batch is also one transaction and one graph insertion: t
 engine at 64 took half as long again over the large benchmark tree (21 s against 14-15)."""
 _EMBEDDING_META = "embedding"
 _NOTICE_META = "notice"
+_BUSY_NOTICE = 5.0
+"""Seconds another writer must have been at it before a query's catch-up says it answers from
+the index as it was."""
 
 _log = logging.getLogger("coderecall")
 
@@ -776,8 +779,17 @@ class CodeIndex:
         try:
             # A bar on a terminal, for a catch-up that takes long (after a branch switch).
             self.index(wait=False, embed=static)
-        except IndexBusyError:
-            pass
+        except IndexBusyError as exc:
+            # Brief overlaps (another query's catch-up) go unsaid; a long run is news.
+            since = WriteLease(self._index_dir).held_since()
+            busy = (datetime.now(timezone.utc) - since).total_seconds() if since else 0.0
+            if busy > _BUSY_NOTICE:
+                _log.warning(
+                    "another process has been writing the index for %.0f s; answering from the "
+                    "index as it was before that run (%s)",
+                    busy,
+                    exc.holder,
+                )
         except (Error, OSError) as exc:  # OSError: an index folder this user may not write
             _log.warning("the index could not be brought up to date, answering as it is: %s", exc)
 

@@ -134,13 +134,26 @@ class WriteLease:
             handle.write(json.dumps(record).encode())
             handle.flush()
 
-    def _holder(self) -> tuple[str, bool]:
-        """Who holds the lease, and whether that is this very process."""
+    def held_since(self) -> datetime | None:
+        """Since when the lease's holder, if any, has held it (as it recorded itself)."""
+        since = self._record().get("since")
+        try:
+            moment = datetime.fromisoformat(since) if isinstance(since, str) else None
+        except ValueError:
+            return None
+        return moment.replace(tzinfo=timezone.utc) if moment and not moment.tzinfo else moment
+
+    def _record(self) -> dict[str, object]:
         try:
             record = json.loads(self._path.read_bytes() or b"{}")
         except (OSError, ValueError):
-            record = {}
-        if not isinstance(record, dict) or "pid" not in record:
+            return {}
+        return record if isinstance(record, dict) else {}
+
+    def _holder(self) -> tuple[str, bool]:
+        """Who holds the lease, and whether that is this very process."""
+        record = self._record()
+        if "pid" not in record:
             return f"{self._path} is locked", False
         here = record["pid"] == os.getpid() and record.get("host") == socket.gethostname()
         mine = " (this very process: another CodeIndex or watcher of the same index)"
