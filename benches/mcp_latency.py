@@ -45,7 +45,8 @@ from coderecall._mcp import count_tokens
 from .speed.report import table
 from .speed.run import load, machine, native_build
 from .speed.stats import fmt_ms, median, percentile
-from .speed.trees import generated_repo, module_path
+from .speed.trees import generated_repo, module_path, with_marker
+from .speed.watch import FUNCTIONS_PER_FILE
 
 CALLS = 30
 QUICK_CALLS = 5
@@ -406,7 +407,7 @@ async def edit_latency(scratch: Path, files: int, edits: int) -> list[float]:
     """Seconds from the end of each write to the first search that finds what it wrote."""
     root = scratch / "tree"
     root.mkdir()
-    generated_repo(root, files, 12)
+    generated_repo(root, files, FUNCTIONS_PER_FILE)
     target = module_path(root, 0)
     original = target.read_text(encoding="utf-8")
     params = server(root, scratch / "edits-memory.db", CODERECALL_EMBEDDING_PROVIDER="none")
@@ -419,8 +420,8 @@ async def edit_latency(scratch: Path, files: int, edits: int) -> list[float]:
         client = Client(session)
         await wait_ready(client)
         for n in range(edits):
-            word = f"edited_marker_{n:04d}"
-            target.write_text(f"def {word}(request):\n    return request\n\n\n{original}")
+            word, edited = with_marker(original, n)
+            target.write_text(edited, encoding="utf-8")
             written = time.perf_counter()
             while True:
                 # The text, not just the path: the file held the previous edit's identifier.

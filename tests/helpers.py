@@ -295,6 +295,15 @@ def handle_checkout_request(request: dict) -> dict:
 ''',
 }
 
+LEDGER, LEDGER_FUNCTION = "src/shop/ledger.py", "reconcile_ledger_entries"
+LEDGER_CODE = '''\
+def reconcile_ledger_entries(ledger, statement):
+    """Match each bank statement line with the ledger entry it pays."""
+    return [entry for entry in ledger if entry in statement]
+'''
+"""A file the sample project does not have, added by tests of freshness."""
+
+
 # A folder of documents to add as a knowledge base (outside the project root).
 HANDBOOK: dict[str, str] = {
     "runbook.md": """\

@@ -20,6 +20,9 @@ import coderecall
 from helpers import (
     CALLS_PROJECT,
     HANDBOOK,
+    LEDGER,
+    LEDGER_CODE,
+    LEDGER_FUNCTION,
     REPORT_IMPORTS,
     SAMPLE_PROJECT,
     MakeRepo,
@@ -728,17 +731,10 @@ def test_logs_after_index(calls_project: Path) -> None:
 
 # -- a query reads the files changed since the index was written --------------------------
 
-LEDGER = "src/shop/ledger.py"
-LEDGER_CODE = '''\
-def reconcile_ledger_entries(ledger, statement):
-    """Match each bank statement line with the ledger entry it pays."""
-    return [entry for entry in ledger if entry in statement]
-'''
-
 
 def _ledger_hits(project: Path, *options: str) -> list[dict[str, Any]]:
     """The hits in the ledger file of a search for its function."""
-    result = run("search", "reconcile_ledger_entries", "--path", str(project), "--json", *options)
+    result = run("search", LEDGER_FUNCTION, "--path", str(project), "--json", *options)
     assert result.returncode in (0, 1), result.stderr
     hits: list[dict[str, Any]] = json.loads(result.stdout or "[]")
     return [hit for hit in hits if hit["path"] == LEDGER]
@@ -756,7 +752,7 @@ def test_queries_read_the_files_changed_since_the_index_was_written(project: Pat
     assert _ledger_hits(project, "--no-update")[0]["end_line"] == 3
     assert _ledger_hits(project)[0]["end_line"] == 9
 
-    # The other query commands catch up too: a definition, its callers.
+    # The other query commands catch up too: a definition, and one gone.
     write_files(
         project,
         {
@@ -769,11 +765,18 @@ def test_queries_read_the_files_changed_since_the_index_was_written(project: Pat
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)[0]["path"] == "src/shop/close.py"
     (project / LEDGER).unlink()
-    assert run("def", "reconcile_ledger_entries", "--path", str(project)).returncode == 1
+    assert run("def", LEDGER_FUNCTION, "--path", str(project)).returncode == 1
     assert not _ledger_hits(project)
     assert json.loads(run("status", "--path", str(project), "--json").stdout)["files"] == (
         len(SAMPLE_PROJECT) + 1
     )
+
+
+def _status(project: Path) -> dict[str, Any]:
+    result = run("status", "--path", str(project), "--json")
+    assert result.returncode == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
 
 
 def test_a_query_leaves_updates_to_a_running_watcher(project: Path) -> None:
@@ -792,13 +795,6 @@ def test_a_query_leaves_updates_to_a_running_watcher(project: Path) -> None:
             assert re.search(r"^watched +yes", shown.stdout, re.MULTILINE), shown.stdout
         assert _status(project)["watched"] is False
         assert _ledger_hits(project)
-
-
-def _status(project: Path) -> dict[str, Any]:
-    result = run("status", "--path", str(project), "--json")
-    assert result.returncode == 0, result.stderr
-    data: dict[str, Any] = json.loads(result.stdout)
-    return data
 
 
 def test_a_query_answers_while_another_process_writes(project: Path) -> None:

@@ -27,7 +27,16 @@ import coderecall
 from coderecall import CodeIndex
 from coderecall._errors import QueryError
 from coderecall._mcp import McpService, _tool, build_server, count_tokens
-from helpers import CALLS_PROJECT, HANDBOOK, SAMPLE_PROJECT, MakeRepo, write_files
+from helpers import (
+    CALLS_PROJECT,
+    HANDBOOK,
+    LEDGER,
+    LEDGER_CODE,
+    LEDGER_FUNCTION,
+    SAMPLE_PROJECT,
+    MakeRepo,
+    write_files,
+)
 
 TOOLS = {
     "codebase_context",
@@ -573,12 +582,7 @@ def test_stdio_token_cap(make_repo: MakeRepo) -> None:
     anyio.run(run)
 
 
-AUTH, LEDGER, LEDGER_FUNCTION = "src/shop/auth.py", "src/shop/ledger.py", "reconcile_ledger_entries"
-NEW_CODE = """\
-def reconcile_ledger_entries(ledger, statement):
-    \"\"\"Match each bank statement line with the ledger entry it pays.\"\"\"
-    return [entry for entry in ledger if entry in statement]
-"""
+AUTH = "src/shop/auth.py"
 
 
 async def _search_until(
@@ -605,7 +609,7 @@ def _ledger_code(hits: list[dict[str, Any]]) -> str:
 
 def test_the_server_indexes_edits_as_they_are_saved(make_repo: MakeRepo) -> None:
     root = make_repo(SAMPLE_PROJECT)
-    renamed = NEW_CODE.replace(LEDGER_FUNCTION, "match_statement")
+    renamed = LEDGER_CODE.replace(LEDGER_FUNCTION, "match_statement")
 
     async def run() -> None:
         async with _stdio_session(root) as session:
@@ -614,10 +618,10 @@ def test_the_server_indexes_edits_as_they_are_saved(make_repo: MakeRepo) -> None
             hits = await _search_until(session, LEDGER_FUNCTION, _ledger_code, within=0)
             assert not _ledger_code(hits)
 
-            write_files(root, {LEDGER: NEW_CODE})
+            write_files(root, {LEDGER: LEDGER_CODE})
             hits = await _search_until(session, LEDGER_FUNCTION, _ledger_code, within=30)
             assert hits[0]["path"] == LEDGER
-            assert hits[0]["content"] == NEW_CODE.rstrip("\n")
+            assert hits[0]["content"] == LEDGER_CODE.rstrip("\n")
 
             # An edit renames the function; a deletion takes another file's code away.
             write_files(root, {LEDGER: renamed})
@@ -643,7 +647,7 @@ def test_without_watching_edits_wait_for_index_codebase(make_repo: MakeRepo) -> 
         async with _stdio_session(root, "--no-watch") as session:
             assert _answer(await session.call_tool("index_codebase", {}))["report"]
             assert _answer(await session.call_tool("index_status", {}))["watching"] is False
-            write_files(root, {LEDGER: NEW_CODE})
+            write_files(root, {LEDGER: LEDGER_CODE})
             # Ten debounces: a watching server would have indexed the file by now.
             hits = await _search_until(session, LEDGER_FUNCTION, _ledger_code, within=3)
             assert not _ledger_code(hits)

@@ -162,6 +162,13 @@ def python_module(n: int, functions: int, variant: str = "") -> str:
     return f'"""Module {n}."""\n\n\n{body}'
 
 
+def with_marker(module: str, n: int) -> tuple[str, str]:
+    """Edit ``n`` of a module: a function with a new identifier above its text. Returns the
+    identifier and the edited text."""
+    word = f"edited_marker_{n:04d}"
+    return word, f"def {word}(request):\n    return request\n\n\n{module}"
+
+
 def generated_repo(root: Path, files: int, functions: int) -> None:
     """A git repository of ``files`` generated Python modules, committed on ``main``."""
     for n in range(files):

@@ -31,7 +31,7 @@ from coderecall._watch import Watcher
 from .report import table
 from .run import load, machine, native_build
 from .stats import fmt_ms, median, percentile
-from .trees import generated_repo, module_path
+from .trees import generated_repo, module_path, with_marker
 
 FILES = 2_000
 QUICK_FILES = 200
@@ -118,11 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise TimeoutError("the first index did not finish")
                 original = target.read_text(encoding="utf-8")
                 for n in range(edits):
-                    word = f"edited_marker_{n:04d}"
-                    target.write_text(
-                        f"def {word}(request):\n    return request\n\n\n{original}",
-                        encoding="utf-8",
-                    )
+                    word, edited = with_marker(original, n)
+                    target.write_text(edited, encoding="utf-8")
                     written = time.perf_counter()
                     found = searchable(index, word)
                     ended = flushes.first_after(written)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import errno
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -153,13 +154,15 @@ def _os_error(
 class IndexBusyError(Error):
     """Another process is writing the index and the caller chose not to wait (or not longer).
 
-    ``holder`` describes it (process id, host, what it does, since when) as it recorded itself.
-    The lease dies with its holder, so this never outlives a crashed writer.
+    ``holder`` describes it (process id, host, what it does, since when) as it recorded itself,
+    and ``since`` is when it took the lease (``None`` if it did not say). The lease dies with
+    its holder, so this never outlives a crashed writer.
     """
 
-    def __init__(self, message: str, *, holder: str):
+    def __init__(self, message: str, *, holder: str, since: datetime | None = None):
         super().__init__(message)
         self.holder = holder
+        self.since = since
 
 
 class ProviderError(Error):

@@ -8,15 +8,21 @@ So in the child, every live :class:`~coderecall.CodeIndex` and memory database f
 handles and locks (the next call opens its files again), and the handles are kept here,
 never closed, for as long as the child lives. The native index refuses calls and leaks its
 connections on drop in any process but the one that opened it.
+
+Lock files are the other way round: a ``flock`` lock belongs to the open file, which a fork
+shares, so a child that kept its copy of one (a worker that lives for hours) would hold the
+parent's write lease or watch mark long after the parent let go. The child closes its copies
+of the lock files recorded with :func:`lock_taken` (the parent's locks stay).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import weakref
-from typing import Protocol
+from typing import IO, Protocol
 
-__all__ = ["Forkable", "keep", "track"]
+__all__ = ["Forkable", "keep", "lock_dropped", "lock_taken", "track"]
 
 
 class Forkable(Protocol):
@@ -27,6 +33,7 @@ class Forkable(Protocol):
 
 _LIVE: weakref.WeakSet[Forkable] = weakref.WeakSet()
 _INHERITED: list[object] = []
+_LOCKING: set[IO[bytes]] = set()
 
 
 def track(owner: Forkable) -> None:
@@ -39,7 +46,21 @@ def keep(*handles: object) -> None:
     _INHERITED.extend(handle for handle in handles if handle is not None)
 
 
+def lock_taken(handle: IO[bytes]) -> None:
+    """``handle`` now holds a lock, which a child forked from here on must let go of."""
+    _LOCKING.add(handle)
+
+
+def lock_dropped(handle: IO[bytes]) -> None:
+    """``handle`` no longer holds its lock (it is about to be closed)."""
+    _LOCKING.discard(handle)
+
+
 def _after_fork_in_child() -> None:
+    for handle in list(_LOCKING):
+        with contextlib.suppress(OSError, ValueError):
+            handle.close()  # this copy only: the lock stays the parent's
+    _LOCKING.clear()
     for owner in list(_LIVE):
         owner._after_fork()
 

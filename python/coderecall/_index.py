@@ -174,35 +174,31 @@ class CodeIndex:
         self._root = resolved
         self._config = config if isinstance(config, Config) else load_config(resolved, config)
         self._index_dir = find_index_dir(resolved, self._config)
+        self._is_kb = False  # a knowledge base's own index: it has none of its own
+        self._unopened()
+        track(self)
+
+    def _unopened(self) -> None:
+        """The state of an index not opened yet in this process: what a new object starts
+        with, and what a forked child goes back to."""
         self._lock = threading.Lock()
         self._native: NativeIndex | None = None
         self._built = False
         self._embedding: EmbeddingChoice | None = None
         self._semantic_on: NativeIndex | None = None  # the handle the model was given to
         self._semantic_lock = threading.Lock()
-        self._is_kb = False  # a knowledge base's own index: it has none of its own
         self._knowledge_bases = KnowledgeBases(self)
         self._recorder = Recorder()
         self._memory: MemoryStore | None = None
         # What the index recorded of its model when the configured remote model was last
         # left unprobed, and that choice: until the record changes there is nothing new.
         self._unprobed: tuple[dict[str, object], EmbeddingChoice] | None = None
-        track(self)
 
     def _after_fork(self) -> None:
         """In a forked child: the parent's handles are kept, unused and unclosed (see
         :mod:`coderecall._fork`), and the next call opens the index again."""
         keep(self._native, self._embedding, self._unprobed, self._knowledge_bases, self._memory)
-        self._lock = threading.Lock()
-        self._semantic_lock = threading.Lock()
-        self._native = None
-        self._built = False
-        self._embedding = None
-        self._semantic_on = None
-        self._knowledge_bases = KnowledgeBases(self)
-        self._recorder = Recorder()
-        self._memory = None
-        self._unprobed = None
+        self._unopened()
 
     @property
     def root(self) -> Path:
@@ -781,7 +777,7 @@ class CodeIndex:
             self.index(wait=False, embed=static)
         except IndexBusyError as exc:
             # Brief overlaps (another query's catch-up) go unsaid; a long run is news.
-            since = WriteLease(self._index_dir).held_since()
+            since = exc.since
             busy = (datetime.now(timezone.utc) - since).total_seconds() if since else 0.0
             if busy > _BUSY_NOTICE:
                 _log.warning(

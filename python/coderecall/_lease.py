@@ -20,9 +20,10 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from ._errors import IndexBusyError, StoreError
+from ._fork import lock_dropped, lock_taken
 
 __all__ = ["LEASE_FILE", "WATCH_FILE", "WatchMark", "WriteLease", "try_lock", "watched"]
 
@@ -67,12 +68,12 @@ class WriteLease:
         :class:`~coderecall.StoreError` when the index folder is gone.
         """
         handle = self._acquire(wait)
-        _HELD.add(handle)
+        lock_taken(handle)
         try:
             self._describe_holder(handle)
             yield
         finally:
-            _HELD.discard(handle)
+            lock_dropped(handle)
             with contextlib.suppress(OSError):
                 handle.truncate(0)
             handle.close()  # releases the lock
@@ -99,19 +100,20 @@ class WriteLease:
                     pass
                 if deadline is not None and time.monotonic() >= deadline:
                     waited = "" if wait is False else f" after waiting {wait:g} s"
-                    holder, _ = self._holder()
+                    holder = self._holder()
                     raise IndexBusyError(
-                        f"another process is writing the index{waited}: {holder}",
-                        holder=holder,
+                        f"another process is writing the index{waited}: {holder.text}",
+                        holder=holder.text,
+                        since=holder.since,
                     )
                 if not told:
-                    holder, mine = self._holder()
+                    holder = self._holder()
                     # Turns taken within one process (a server and its own watcher) are the
                     # normal course of things, not worth a warning.
                     _log.log(
-                        logging.INFO if mine else logging.WARNING,
+                        logging.INFO if holder.mine else logging.WARNING,
                         "waiting for another process writing the index: %s",
-                        holder,
+                        holder.text,
                     )
                     told = True
                 time.sleep(pause if deadline is None else min(pause, _remaining(deadline)))
@@ -134,34 +136,38 @@ class WriteLease:
             handle.write(json.dumps(record).encode())
             handle.flush()
 
-    def held_since(self) -> datetime | None:
-        """Since when the lease's holder, if any, has held it (as it recorded itself)."""
-        since = self._record().get("since")
-        try:
-            moment = datetime.fromisoformat(since) if isinstance(since, str) else None
-        except ValueError:
-            return None
-        return moment.replace(tzinfo=timezone.utc) if moment and not moment.tzinfo else moment
-
-    def _record(self) -> dict[str, object]:
+    def _holder(self) -> _Holder:
         try:
             record = json.loads(self._path.read_bytes() or b"{}")
         except (OSError, ValueError):
-            return {}
-        return record if isinstance(record, dict) else {}
-
-    def _holder(self) -> tuple[str, bool]:
-        """Who holds the lease, and whether that is this very process."""
-        record = self._record()
-        if "pid" not in record:
-            return f"{self._path} is locked", False
+            record = {}
+        if not isinstance(record, dict) or "pid" not in record:
+            return _Holder(f"{self._path} is locked", mine=False, since=None)
         here = record["pid"] == os.getpid() and record.get("host") == socket.gethostname()
         mine = " (this very process: another CodeIndex or watcher of the same index)"
-        return (
+        text = (
             f"pid {record['pid']}{mine if here else ''} on {record.get('host', '?')}, "
             f"{record.get('purpose', '?')} since {record.get('since', '?')} "
             f"(lock file {self._path})"
-        ), here
+        )
+        return _Holder(text, mine=here, since=_moment(record.get("since")))
+
+
+class _Holder(NamedTuple):
+    """Who holds a lease, as it recorded itself."""
+
+    text: str
+    mine: bool
+    """Whether that is this very process."""
+    since: datetime | None
+
+
+def _moment(text: object) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=timezone.utc) if moment and not moment.tzinfo else moment
 
 
 class WatchMark:
@@ -190,12 +196,12 @@ class WatchMark:
             handle.close()
             raise
         self._handle = handle
-        _HELD.add(handle)
+        lock_taken(handle)
 
     def release(self) -> None:
         handle, self._handle = self._handle, None
         if handle is not None:
-            _HELD.discard(handle)
+            lock_dropped(handle)
             handle.close()
 
 
@@ -214,25 +220,6 @@ def watched(index_dir: Path) -> bool:
             # Held; or a file system without locks, where nobody can vouch for the index.
             return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
         return False  # closing the handle drops the lock just taken
-
-
-_HELD: set[BinaryIO] = set()
-"""The lock files this process holds a lock through."""
-
-
-def _close_inherited_locks() -> None:
-    """In a forked child: close its copies of the parent's lock files. A ``flock`` lock
-    belongs to the open file, which a fork shares, so a child that kept them (a worker that
-    lives for hours) would hold the parent's write lease or watch mark long after the
-    parent let go; closing a copy leaves the parent's lock as it is."""
-    for handle in list(_HELD):
-        with contextlib.suppress(OSError, ValueError):
-            handle.close()  # this copy only: the lock stays the parent's
-    _HELD.clear()
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
-    os.register_at_fork(after_in_child=_close_inherited_locks)
 
 
 def _remaining(deadline: float) -> float:

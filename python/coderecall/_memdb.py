@@ -104,18 +104,20 @@ class MemoryDatabase:
     ) -> None:
         self.path = Path(path).expanduser() if path is not None else memory_path()
         self.busy_timeout = busy_timeout
+        self._unopened()
+        track(self)
+
+    def _unopened(self) -> None:
+        """No connection yet: a new object, or a forked child's."""
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        track(self)
 
     def _after_fork(self) -> None:
         """In a forked child: the parent's connections are kept, unused and unclosed (see
         :mod:`coderecall._fork`); each thread opens its own again."""
         keep(*self._connections)
-        self._local = threading.local()
-        self._connections = []
-        self._lock = threading.Lock()
+        self._unopened()
 
     def close(self) -> None:
         with self._lock:

@@ -309,6 +309,13 @@ class MemoryStore:
             for measure, (general, structural) in DEDUP_DEFAULTS.items()
         }
         self._max_summaries = max_session_summaries
+        self._words: dict[int, tuple[str, frozenset[str]]] = {}
+        self._unbuilt()
+        track(self)
+
+    def _unbuilt(self) -> None:
+        """No search index built yet: a new store, or a forked child's (a parent's thread may
+        have been changing them); they are built from the database on first use."""
         self._lock = threading.Lock()
         self._rebuild_lock = threading.Lock()
         self._index: tuple[str, Lexicon] | None = None
@@ -317,20 +324,12 @@ class MemoryStore:
         self._vectors: Vectors | None = None
         self._filtered: tuple[tuple[object, ...], _Candidates] | None = None
         self._newest: tuple[str, float | None] | None = None
-        self._words: dict[int, tuple[str, frozenset[str]]] = {}
-        track(self)
 
     def _after_fork(self) -> None:
-        """In a forked child: new locks, and the search indexes built again from the
-        database on first use (a parent's thread may have been changing them); the database
-        handles the fork itself."""
+        """In a forked child: the parent's search indexes are kept, unused (see
+        :mod:`coderecall._fork`); the database handles the fork itself."""
         keep(self._index, self._vectors)
-        self._lock = threading.Lock()
-        self._rebuild_lock = threading.Lock()
-        self._index = None
-        self._vectors = None
-        self._filtered = None
-        self._newest = None
+        self._unbuilt()
 
     @property
     def path(self) -> Path:
