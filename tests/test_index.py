@@ -1221,6 +1221,36 @@ def test_file_deleted_between_collect_and_parse(
         assert index.index(progress=False).skipped == {}
 
 
+def test_a_new_handle_walks_while_the_index_opens_and_raises_what_the_walk_raised(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coderecall._collect import Collection
+    from coderecall._collect import collect as real_collect
+
+    walkers: list[str] = []
+
+    def recorded(root: Path, config: Config) -> Collection:
+        walkers.append(threading.current_thread().name)
+        return real_collect(root, config)
+
+    monkeypatch.setattr("coderecall._index.collect", recorded)
+    with CodeIndex(project) as index:
+        assert index.index(progress=False).files_parsed == SAMPLE_FILES
+        index.index(progress=False)  # open already: nothing to overlap
+    assert walkers == ["coderecall-walk", threading.current_thread().name]
+
+    def refused(root: Path, config: Config) -> Collection:
+        raise PermissionError(errno.EACCES, "walk refused", str(root))
+
+    monkeypatch.setattr("coderecall._index.collect", refused)
+    with CodeIndex(project) as index:
+        with pytest.raises(PermissionError, match="walk refused"):
+            index.index(progress=False)
+        assert [hit.path for hit in index.search("refresh_access_token")][:1] == [
+            "src/shop/auth.py"
+        ]
+
+
 def test_a_corrupt_database_is_reported_and_force_rebuilds_it(project: Path) -> None:
     with CodeIndex(project) as index:
         index.index(progress=False)

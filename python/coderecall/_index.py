@@ -16,6 +16,7 @@ import posixpath
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -23,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypedDict, TypeVar, cast
 
-from ._collect import collect, collect_paths, scope_of
+from ._collect import Collection, collect, collect_paths, scope_of
 from ._config import MAX_COUNT, Config, load_config
 from ._context import ContextPack, build_context
 from ._embedding import EmbeddingChoice, select_embedding
@@ -245,7 +246,6 @@ class CodeIndex:
         if choice is not None:
             choice.close()
 
-    @_timed("index")
     def index(
         self,
         force: bool = False,
@@ -276,14 +276,49 @@ class CodeIndex:
         rest of the tree: what a watcher does after a few files changed. A given path that no
         longer exists (or is now ignored) leaves the index.
         """
-        started = time.perf_counter()
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]  # one path, not its characters
         relative = None if paths is None else [self._relative(path) for path in paths]
+        walked = self._walk_ahead() if relative is None else None
+        return self._index(force, progress, embed, wait, relative, walked)
+
+    def _walk_ahead(self) -> Future[Collection] | None:
+        """The walk of the whole root, started in a thread when the index is not open yet:
+        opening it in a new process takes longer than the walk and releases the GIL, so the
+        two overlap (a command-line ``index`` or query catch-up waits for the longer one
+        only). Walking before the write lease is taken is as good as walking under it: files
+        change at any moment of a walk anyway."""
+        if self._native is not None:
+            return None
+        walked: Future[Collection] = Future()
+        root, config = self._root, self._config
+
+        def walk() -> None:
+            try:
+                walked.set_result(collect(root, config))
+            except BaseException as exc:  # raised where the walk is used
+                walked.set_exception(exc)
+
+        threading.Thread(target=walk, name="coderecall-walk", daemon=True).start()
+        return walked
+
+    @_timed("index")
+    def _index(
+        self,
+        force: bool,
+        progress: bool | ProgressCallback | None,
+        embed: bool,
+        wait: bool | float,
+        relative: list[str] | None,
+        walked: Future[Collection] | None,
+    ) -> IndexReport:
+        """:meth:`index` with its paths made relative; ``walked`` the walk already under
+        way, if any (only when ``relative`` is ``None``)."""
+        started = time.perf_counter()
 
         def leased(native: NativeIndex) -> IndexReport:
             with WriteLease(self._index_dir).hold(wait):
-                return self._index_leased(native, started, force, progress, embed, relative)
+                return self._index_leased(native, started, force, progress, embed, relative, walked)
 
         native = self._open(rebuild_broken=force)
         try:
@@ -306,9 +341,11 @@ class CodeIndex:
         progress: bool | ProgressCallback | None,
         embed: bool,
         paths: list[str] | None = None,
+        walked: Future[Collection] | None = None,
     ) -> IndexReport:
         if paths is None:
-            collection, scope = collect(self._root, self._config), None
+            collection = walked.result() if walked else collect(self._root, self._config)
+            scope = None
         else:
             collection = collect_paths(self._root, self._config, paths)
             scope = scope_of(paths)
@@ -765,6 +802,7 @@ class CodeIndex:
         """
         if watched(self._index_dir) or not self._index_dir.is_dir():
             return  # a watcher's; or none yet, which the query builds (_ready)
+        walked = self._walk_ahead()
         native = self._open()
         if native.generation() == 0 and not native.file_stats():
             return
@@ -774,7 +812,7 @@ class CodeIndex:
             static = False  # the query says why, as it would without an update
         try:
             # A bar on a terminal, for a catch-up that takes long (after a branch switch).
-            self.index(wait=False, embed=static)
+            self._index(False, None, static, False, None, walked)
         except IndexBusyError as exc:
             # Brief overlaps (another query's catch-up) go unsaid; a long run is news.
             since = exc.since
