@@ -25,6 +25,17 @@ def test_defaults_without_any_file(tmp_path: Path) -> None:
     assert config.index_dir is None
     assert config.respect_gitignore is True
     assert (config.limit, config.per_file) == (10, 4)
+    assert config.mcp_tools == ("code", "memory", "knowledge", "diagnostics")
+
+
+def test_mcp_tool_sets_always_hold_the_code_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, ".coderecall.toml", 'mcp-tools = ["Memory"]\n')
+    assert load_config(tmp_path).mcp_tools == ("code", "memory")
+    monkeypatch.setenv("CODERECALL_MCP_TOOLS", "diagnostics, knowledge,")
+    assert load_config(tmp_path).mcp_tools == ("code", "knowledge", "diagnostics")
+    assert Config(mcp_tools=()).mcp_tools == ("code",)
 
 
 def test_pyproject_table_overrides_defaults(tmp_path: Path) -> None:
@@ -185,6 +196,8 @@ def test_unknown_override_key_is_an_error(tmp_path: Path) -> None:
         ("[embedding]\nbackoff-max = -1", "embedding.backoff-max"),
         ("[embedding]\ninput-token-limit = 0", "embedding.input-token-limit"),
         ('[embedding]\napi-key-env = "1ST_KEY"', "embedding.api-key-env"),
+        ('mcp-tools = ["code", "mem"]', "mcp-tools"),
+        ('mcp-tools = "memory"', "mcp-tools"),
     ],
 )
 def test_bad_value_names_key_and_file(tmp_path: Path, line: str, key: str) -> None:

@@ -38,7 +38,7 @@ from helpers import (
     write_files,
 )
 
-TOOLS = {
+CODE_TOOLS = {
     "codebase_context",
     "codebase_search",
     "codebase_peek",
@@ -48,12 +48,8 @@ TOOLS = {
     "find_similar",
     "index_codebase",
     "index_status",
-    "index_health_check",
-    "index_metrics",
-    "index_logs",
-    "add_knowledge_base",
-    "list_knowledge_bases",
-    "remove_knowledge_base",
+}
+MEMORY_TOOLS = {
     "ask",
     "memory_search",
     "memory_timeline",
@@ -63,6 +59,18 @@ TOOLS = {
     "memory_forget",
     "memory_context",
 }
+TOOLS = (
+    CODE_TOOLS
+    | MEMORY_TOOLS
+    | {
+        "index_health_check",
+        "index_metrics",
+        "index_logs",
+        "add_knowledge_base",
+        "list_knowledge_bases",
+        "remove_knowledge_base",
+    }
+)
 READ_ONLY = TOOLS - {
     "index_codebase",
     "index_health_check",
@@ -842,6 +850,54 @@ def test_wrong_arguments_get_one_line_naming_them(make_repo: MakeRepo) -> None:
 
     with CodeIndex(root, {"embedding_provider": "none"}) as index:
         anyio.run(run, McpService(index))
+
+
+@pytest.mark.slow
+def test_stdio_serves_only_the_tool_sets_asked_for(make_repo: MakeRepo) -> None:
+    root = make_repo(SAMPLE_PROJECT)
+
+    async def run() -> None:
+        async with _stdio_session(root, "--no-watch", "--tools", "code") as session:
+            listed = await session.list_tools()
+            assert {tool.name for tool in listed.tools} == CODE_TOOLS
+            tools = _Tools(session)
+            assert "Unknown tool" in await tools.error("memory_search", query="release")
+            found = await tools.ok("codebase_search", query="TokenStore", limit=3)
+            assert found["hits"][0]["path"] == "src/shop/auth.py"
+
+    anyio.run(run)
+    refused = subprocess.run(
+        [sys.executable, "-m", "coderecall", "mcp", str(root), "--tools", "code,mem"],
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "unknown tool set 'mem' (expected code, memory, knowledge, diagnostics)" in (
+        refused.stderr
+    )
+
+
+def test_the_mcp_tools_setting_picks_the_tools_and_the_instructions(make_repo: MakeRepo) -> None:
+    root = make_repo({**SAMPLE_PROJECT, ".coderecall.toml": 'mcp-tools = ["memory"]\n'})
+
+    async def run(service: McpService) -> tuple[set[str], str]:
+        async with Client(build_server(service), mode="legacy") as client:
+            listed = await client.list_tools()
+            return {tool.name for tool in listed.tools}, client.instructions or ""
+
+    with CodeIndex(root, {"embedding_provider": "none"}) as index:
+        names, instructions = anyio.run(run, McpService(index))
+        assert names == CODE_TOOLS | MEMORY_TOOLS
+        assert "codebase_context" in instructions
+        assert "memory_search" in instructions
+    with CodeIndex(root, {"embedding_provider": "none", "mcp_tools": ["code"]}) as index:
+        names, instructions = anyio.run(run, McpService(index))
+        assert names == CODE_TOOLS
+        assert "codebase_context" in instructions
+        assert "memory" not in instructions
 
 
 def test_service_answers_fit_every_cap(make_repo: MakeRepo) -> None:

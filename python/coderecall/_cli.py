@@ -214,6 +214,13 @@ def _parser() -> argparse.ArgumentParser:
         help="do not re-index files as they change (index on start and on index_codebase only)",
     )
     mcp.add_argument(
+        "--tools",
+        type=_toolsets,
+        metavar="SETS",
+        help="tool sets to serve, comma-separated: code (always), memory, knowledge, "
+        "diagnostics (default: the mcp-tools setting, else all)",
+    )
+    mcp.add_argument(
         "--force-root",
         action="store_true",
         help="accept a root without a project marker, the home directory or /",
@@ -318,6 +325,19 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _toolsets(text: str) -> list[str]:
+    """``--tools``: comma-separated names of MCP tool sets."""
+    from ._config import MCP_TOOLSETS
+
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in MCP_TOOLSETS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown tool set {unknown[0]!r} (expected {', '.join(MCP_TOOLSETS)})"
+        )
+    return names
 
 
 def _describe(exc: BaseException) -> str:
@@ -720,6 +740,7 @@ def _mcp(args: argparse.Namespace) -> int:
         token=args.token,
         force=args.force_root,
         watch=args.watch,
+        tools=args.tools,
     )
     return 0
 

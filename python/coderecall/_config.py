@@ -35,6 +35,9 @@ key                    type         default    meaning
                                                may hold (whole hits are dropped)
 ``context-budget``     int >= 100   ``3000``   tokens of one ``codebase_context`` evidence
                                                pack (counted with a real tokenizer)
+``mcp-tools``          names        all        the tool sets ``coderecall mcp`` serves:
+                                               ``code`` (always), ``memory``,
+                                               ``knowledge``, ``diagnostics``
 =====================  ===========  =========  ===============================================
 
 The ``[embedding]`` table (``[tool.coderecall.embedding]`` in ``pyproject.toml``; in the
@@ -123,7 +126,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["DEFAULT_MAX_FILE_SIZE", "MAX_COUNT", "PROVIDER_NAMES", "Config", "load_config"]
+__all__ = [
+    "DEFAULT_MAX_FILE_SIZE",
+    "MAX_COUNT",
+    "MCP_TOOLSETS",
+    "PROVIDER_NAMES",
+    "Config",
+    "load_config",
+]
 
 DEFAULT_MAX_FILE_SIZE = 1_048_576
 """Files above 1 MiB are almost always generated code or data, not something to search."""
@@ -132,6 +142,12 @@ MAX_COUNT = (1 << 31) - 1
 one (a limit of 10**20) means "all of them" all the same."""
 
 ENV_PREFIX = "CODERECALL_"
+
+MCP_TOOLSETS = ("code", "memory", "knowledge", "diagnostics")
+"""The tool sets of the MCP server, in the order it lists them: searching and reading the code
+(with indexing it), the agent memory, knowledge bases, and the index's health, metrics and
+logs. Each tool definition costs an agent's context tokens in every session, so a host that
+uses no memory can leave its eight tools out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +170,7 @@ class Config:
     watch_debounce: float = 0.3
     mcp_token_cap: int = 4000
     context_budget: int = 3000
+    mcp_tools: tuple[str, ...] = MCP_TOOLSETS
     embedding_provider: str = "auto"
     embedding_model: str | None = None
     embedding_base_url: str | None = None
@@ -325,6 +342,19 @@ def _to_globs(value: object, source: _Source) -> tuple[str, ...]:
     except ValueError as exc:  # pathspec's GitWildMatchPatternError
         raise _InvalidValueError(f"{expected} ({exc})") from None
     return patterns
+
+
+def _to_toolsets(value: object, source: _Source) -> tuple[str, ...]:
+    expected = "names of tool sets (" + ", ".join(MCP_TOOLSETS) + ")"
+    if source.text and isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise _InvalidValueError(expected)
+    names = {name.strip().lower() for name in value} - {""}
+    if not names <= set(MCP_TOOLSETS):
+        raise _InvalidValueError(expected)
+    # The code tools are what the server is for; the others build on them.
+    return tuple(name for name in MCP_TOOLSETS if name in names or name == "code")
 
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)
@@ -531,6 +561,7 @@ _CONVERTERS: dict[str, Callable[[object, _Source], object]] = {
     "watch_debounce": _to_duration,
     "mcp_token_cap": _to_count,
     "context_budget": _to_budget,
+    "mcp_tools": _to_toolsets,
     "embedding_provider": _one_of(PROVIDER_NAMES),
     "embedding_model": _to_optional_text,
     "embedding_base_url": _to_optional_text,

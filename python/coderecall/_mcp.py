@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
@@ -129,6 +129,11 @@ class McpService:
     @property
     def token_cap(self) -> int:
         return self._cap
+
+    @property
+    def toolsets(self) -> tuple[str, ...]:
+        """The tool sets served (``mcp-tools``); the service itself answers every tool."""
+        return self._index.config.mcp_tools
 
     @property
     def stale(self) -> bool:
@@ -699,12 +704,14 @@ class _Server(MCPServer[Any]):
 
 
 def build_server(service: McpService) -> MCPServer[Any]:
-    """The MCP server with the coderecall tools over ``service``."""
+    """The MCP server with the coderecall tools over ``service``: the tool sets its index's
+    ``mcp-tools`` setting names."""
+    toolsets = service.toolsets
+    instructions = docs.SERVER_INSTRUCTIONS
+    if "memory" in toolsets:
+        instructions += "\n\n" + docs.MEMORY_INSTRUCTIONS
     server = _Server(
-        name="coderecall",
-        version=__version__,
-        instructions=docs.SERVER_INSTRUCTIONS,
-        log_level="WARNING",
+        name="coderecall", version=__version__, instructions=instructions, log_level="WARNING"
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     additive = ToolAnnotations(destructive_hint=False, open_world_hint=False)
@@ -839,32 +846,34 @@ def build_server(service: McpService) -> MCPServer[Any]:
 
     # Unstructured: the JSON text is the whole answer, so the token cap covers all of it
     # (structured output would send the same data twice).
-    tools: list[tuple[Callable[..., str], str, ToolAnnotations | None]] = [
-        (codebase_context, docs.CONTEXT_DOC, read_only),
-        (codebase_search, docs.SEARCH_DOC, read_only),
-        (codebase_peek, docs.PEEK_DOC, read_only),
-        (implementation_lookup, docs.LOOKUP_DOC, read_only),
-        (call_graph, docs.CALL_GRAPH_DOC, read_only),
-        (call_graph_path, docs.CALL_PATH_DOC, read_only),
-        (find_similar, docs.SIMILAR_DOC, read_only),
-        (index_codebase, docs.INDEX_DOC, None),
-        (index_status, docs.STATUS_DOC, read_only),
-        (index_health_check, docs.HEALTH_DOC, None),
-        (index_metrics, docs.METRICS_DOC, read_only),
-        (index_logs, docs.LOGS_DOC, read_only),
-        (add_knowledge_base, docs.KB_ADD_DOC, None),
-        (list_knowledge_bases, docs.KB_LIST_DOC, read_only),
-        (remove_knowledge_base, docs.KB_REMOVE_DOC, None),
-        (ask, docs.ASK_DOC, read_only),
-        (memory_search, docs.MEMORY_SEARCH_DOC, read_only),
-        (memory_timeline, docs.MEMORY_TIMELINE_DOC, read_only),
-        (memory_get, docs.MEMORY_GET_DOC, read_only),
-        (memory_add, docs.MEMORY_ADD_DOC, additive),
-        (memory_supersede, docs.MEMORY_SUPERSEDE_DOC, additive),
-        (memory_forget, docs.MEMORY_FORGET_DOC, destructive),
-        (memory_context, docs.MEMORY_CONTEXT_DOC, read_only),
+    tools: list[tuple[str, Callable[..., str], str, ToolAnnotations | None]] = [
+        ("code", codebase_context, docs.CONTEXT_DOC, read_only),
+        ("code", codebase_search, docs.SEARCH_DOC, read_only),
+        ("code", codebase_peek, docs.PEEK_DOC, read_only),
+        ("code", implementation_lookup, docs.LOOKUP_DOC, read_only),
+        ("code", call_graph, docs.CALL_GRAPH_DOC, read_only),
+        ("code", call_graph_path, docs.CALL_PATH_DOC, read_only),
+        ("code", find_similar, docs.SIMILAR_DOC, read_only),
+        ("code", index_codebase, docs.INDEX_DOC, None),
+        ("code", index_status, docs.STATUS_DOC, read_only),
+        ("diagnostics", index_health_check, docs.HEALTH_DOC, None),
+        ("diagnostics", index_metrics, docs.METRICS_DOC, read_only),
+        ("diagnostics", index_logs, docs.LOGS_DOC, read_only),
+        ("knowledge", add_knowledge_base, docs.KB_ADD_DOC, None),
+        ("knowledge", list_knowledge_bases, docs.KB_LIST_DOC, read_only),
+        ("knowledge", remove_knowledge_base, docs.KB_REMOVE_DOC, None),
+        ("memory", ask, docs.ASK_DOC, read_only),
+        ("memory", memory_search, docs.MEMORY_SEARCH_DOC, read_only),
+        ("memory", memory_timeline, docs.MEMORY_TIMELINE_DOC, read_only),
+        ("memory", memory_get, docs.MEMORY_GET_DOC, read_only),
+        ("memory", memory_add, docs.MEMORY_ADD_DOC, additive),
+        ("memory", memory_supersede, docs.MEMORY_SUPERSEDE_DOC, additive),
+        ("memory", memory_forget, docs.MEMORY_FORGET_DOC, destructive),
+        ("memory", memory_context, docs.MEMORY_CONTEXT_DOC, read_only),
     ]
-    for function, description, hints in tools:
+    for toolset, function, description, hints in tools:
+        if toolset not in toolsets:
+            continue
         server.add_tool(
             function, description=description, annotations=hints, structured_output=False
         )
@@ -909,9 +918,11 @@ def serve(
     token: str | None = None,
     force: bool = False,
     watch: bool = True,
+    tools: Sequence[str] | None = None,
 ) -> None:
     """Serve the index of ``root`` until the client goes away (stdio) or Ctrl-C (HTTP),
-    re-indexing files as they change unless ``watch`` is false.
+    re-indexing files as they change unless ``watch`` is false. ``tools`` names the tool
+    sets to serve (see ``MCP_TOOLSETS``) over the ``mcp-tools`` setting.
 
     Raises :class:`~coderecall.ConfigError` when HTTP would bind to a non-local address
     without a token (``token``, else the ``CODERECALL_MCP_TOKEN`` variable).
@@ -923,7 +934,8 @@ def serve(
             f"{TOKEN_ENV} (or bind to 127.0.0.1)",
             key="token",
         )
-    with CodeIndex(root, force=force) as index:
+    overrides = None if tools is None else {"mcp_tools": tuple(tools)}
+    with CodeIndex(root, config=overrides, force=force) as index:
         index._log_to_file()
         service = McpService(index, watch=watch)
         server = build_server(service)

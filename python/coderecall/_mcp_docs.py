@@ -11,8 +11,9 @@ definition of a known name implementation_lookup; for who calls what call_graph 
 call_graph_path. The server re-indexes files moments after they are saved while it watches
 the project (index_status says whether it does); index_codebase waits until your latest
 edits are indexed. Every answer says when it was cut (truncated) or may be out of date
-(stale).
+(stale)."""
 
+MEMORY_INSTRUCTIONS = """\
 Memory of earlier sessions on this project (decisions, fixed errors, preferences, progress):
 ask answers a question from memory and code at once; to dig into memory, memory_search, then
 memory_timeline around a hit, then memory_get for the full records you need. Record what a
