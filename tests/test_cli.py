@@ -526,6 +526,47 @@ def test_def(calls_project: Path) -> None:
     assert_one_error_line(run("calls", "chekout", *where), "did you mean checkout?")
 
 
+def test_def_prints_the_head_of_a_long_definition_and_the_definitions_in_the_rest(
+    make_repo: MakeRepo,
+) -> None:
+    methods = "".join(
+        f"    def step_{n}(self, value: int) -> int:\n"
+        f'        """Step {n} of the ledger."""\n'
+        + "".join(f"        value += {k}\n" for k in range(6))
+        + "        return value\n\n"
+        for n in range(30)
+    )
+    source = f'class Ledger:\n    """Thirty steps."""\n\n{methods}'
+    root = make_repo({"pyproject.toml": "[project]\nname = 'big'\n", "ledger.py": source})
+    total = len(source.rstrip().splitlines())  # 302 lines: cut to 100
+    shown = run("def", "Ledger", "--path", str(root))
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == f"ledger.py:1-{total}  class ledger.Ledger  (callers 0, callees 0)"
+    assert lines[1:101] == source.splitlines()[:100]
+    # step_N spans lines 4 + 10N to 12 + 10N: line 100 lies in step_9, so the rest holds
+    # step_10 to step_29.
+    assert lines[101] == f"… {total - 100} more lines, holding 20 definitions:"
+    assert lines[102] == "  L104-112  method step_10"
+    assert lines[121] == f"  L{total - 8}-{total}  method step_29"
+    assert lines[122] == "(--lines 0 prints all of it; coderecall def NAME one of these)"
+    assert len(lines) == 123
+
+    few = run("def", "Ledger", "--lines", "40", "--path", str(root)).stdout.splitlines()
+    assert few[41] == f"… {total - 40} more lines, holding 26 definitions:"
+    assert few[42] == "  L44-52  method step_4"
+    assert len(few) == 41 + 1 + 26 + 1
+    whole = run("def", "Ledger", "--lines", "0", "--path", str(root)).stdout.splitlines()
+    assert whole[1:] == source.rstrip().splitlines()
+    # A quarter more than asked is printed whole; --json always holds the whole text.
+    assert (
+        run("def", "Ledger", "--lines", "250", "--path", str(root)).stdout.splitlines()[1:]
+        == source.rstrip().splitlines()
+    )
+    (found,) = run_json("def", "Ledger", "--path", str(root))
+    assert found["content"] == source.rstrip()
+
+
 def test_calls(calls_project: Path) -> None:
     where = ["--path", str(calls_project)]
     graph = run_json("calls", "checkout", *where)

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._cli import ROOT_HELP, _positive_int, _print_json, _print_rows, _stdout
+from ._cli import ROOT_HELP, _count, _positive_int, _print_json, _print_rows, _stdout
 from ._cli_tools import _failed
 from ._errors import QueryError
 from ._paths import project_root
@@ -138,16 +138,6 @@ def _record_id(text: str) -> int:
         value = 0
     if not 0 < value <= MAX_ID:
         raise argparse.ArgumentTypeError(f"not a memory id: {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ._cli import (
     ROOT_HELP,
     _common,
+    _count,
     _escape,
     _freshness,
     _open_index,
@@ -26,6 +27,8 @@ from ._results import counted
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from ._native import GraphNodeDict
 
 __all__ = ["register"]
 
@@ -70,6 +73,13 @@ def register(commands: Any) -> None:
         "-n", "--limit", type=_positive_int, default=5, help="definitions (default 5)"
     )
     lookup.add_argument("--no-content", action="store_true", help="print locations only")
+    lookup.add_argument(
+        "--lines",
+        type=_count,
+        default=DEF_LINES,
+        help=f"lines of each definition printed; a longer one then lists the definitions in "
+        f"the rest of it (default {DEF_LINES}; 0 prints all)",
+    )
     _freshness(lookup)
     _project(lookup)
     lookup.set_defaults(command=_lookup)
@@ -153,12 +163,25 @@ def _context(args: argparse.Namespace) -> int:
     return 0
 
 
+DEF_LINES = 100
+"""Lines of a definition ``coderecall def`` prints by default: a whole class or module (a
+TypeScript namespace of 8,000 lines) would flood an agent's context and bury the other
+definitions."""
+DEF_MEMBERS = 40
+"""Definitions listed for the part of a long definition left out."""
+
+
 def _lookup(args: argparse.Namespace) -> int:
     with _query_index(args) as index:
         found = index.implementation_lookup(
             args.symbol, limit=args.limit, with_content=not args.no_content
         )
         missing = "" if found else index._no_definition(args.symbol)
+        long = [
+            d for d in found if not args.json and _cut(d.end_line - d.start_line + 1, args.lines)
+        ]
+        graph = index._ready().call_graph() if long else None
+        outlines = {d.path: graph.outline(d.path) for d in long} if graph else {}
     if args.json:
         _print_json([d.to_dict() for d in found])
     if missing:
@@ -172,9 +195,55 @@ def _lookup(args: argparse.Namespace) -> int:
             f"[bold cyan]{_escape(where)}[/]  {_escape(d.kind)} {_escape(d.symbol_path)}"
             f"  [dim](callers {d.callers}, callees {d.callees})[/]"
         )
-        if d.content is not None:
-            console.print(d.content.rstrip(), markup=False, highlight=False)
+        if d.content is None:
+            continue
+        lines = d.content.rstrip().splitlines()
+        if d.path not in outlines or not _cut(len(lines), args.lines):
+            console.print("\n".join(lines), markup=False, highlight=False)
+            continue
+        console.print("\n".join(lines[: args.lines]), markup=False, highlight=False)
+        shown = d.start_line + args.lines - 1
+        rest = _outermost(outlines[d.path], shown + 1, d.end_line)
+        summary = f"… {len(lines) - args.lines:,} more lines"
+        if rest:
+            summary += f", holding {counted(len(rest), 'definition')}"
+        console.print(summary + ":" if rest else summary, style="dim", markup=False)
+        for n in rest[:DEF_MEMBERS]:
+            # Named below the definition: `Parser.parseSourceFile` as `parseSourceFile`.
+            name = n["symbol_path"].removeprefix(d.symbol_path).lstrip(".:\\/") or n["name"]
+            console.print(
+                f"  L{n['start_line']}-{n['end_line']}  {n['kind']} {name}",
+                markup=False,
+                highlight=False,
+            )
+        if len(rest) > DEF_MEMBERS:
+            console.print(f"  … and {len(rest) - DEF_MEMBERS:,} more", style="dim", markup=False)
+        console.print(
+            "(--lines 0 prints all of it; coderecall def NAME one of these)",
+            style="dim",
+            markup=False,
+        )
     return 0
+
+
+def _cut(length: int, lines: int) -> bool:
+    """Whether a definition of ``length`` lines is cut to ``lines`` (0: never); a quarter
+    more is printed whole, since a note of a few lines left out saves nothing."""
+    return lines > 0 and lines + lines // 4 < length
+
+
+def _outermost(outline: list[GraphNodeDict], start: int, end: int) -> list[GraphNodeDict]:
+    """The definitions within lines ``start``-``end`` that no other one there holds, in
+    source order."""
+    inside = sorted(
+        (n for n in outline if start <= n["start_line"] and n["end_line"] <= end),
+        key=lambda n: (n["start_line"], -n["end_line"]),
+    )
+    outermost: list[GraphNodeDict] = []
+    for n in inside:
+        if not outermost or n["start_line"] > outermost[-1]["end_line"]:
+            outermost.append(n)
+    return outermost
 
 
 def _calls(args: argparse.Namespace) -> int:
