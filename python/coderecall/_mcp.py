@@ -125,6 +125,12 @@ class McpService:
         self._memory_path = memory_path
         self._memory: MemoryStore | None = None
         self._memory_lock = threading.Lock()
+        # The call graph is rebuilt for each new index state, on first use: on a large
+        # project seconds that the first graph tool after an edit would wait for.
+        self._graph_used = False
+        self._graph_lock = threading.Lock()
+        self._graph_building = False
+        self._graph_stale = False
 
     @property
     def token_cap(self) -> int:
@@ -175,6 +181,7 @@ class McpService:
                 report.files_parsed,
                 report.seconds,
             )
+            self._build_graph_ahead()
         except Exception as exc:  # a thread must not die silently; the tools report it
             self._update_error = _message(exc)
             _log.warning("the first index update failed: %s", self._update_error)
@@ -182,10 +189,38 @@ class McpService:
             self._first_update.set()
 
     def _updated(self, report: IndexReport) -> None:
-        if not self._first_update.is_set():
+        first = not self._first_update.is_set()
+        if first:
             _log.info("index up to date: %d files, watching for changes", report.files_seen)
         self._update_error = None
         self._first_update.set()
+        # codebase_context, the tool agents start with, reads the graph: built ahead once;
+        # after later updates only for a session that uses the graph tools.
+        if first or self._graph_used:
+            self._build_graph_ahead()
+
+    def _build_graph_ahead(self) -> None:
+        """Builds the call graph of the index as it is now in a background thread, so the
+        next graph tool finds it built (or waits for the rest of the build, never a second
+        one). Updates during a build start one more once it ends."""
+        with self._graph_lock:
+            if self._graph_building:
+                self._graph_stale = True
+                return
+            self._graph_building = True
+        threading.Thread(target=self._build_graph, name="coderecall-graph", daemon=True).start()
+
+    def _build_graph(self) -> None:
+        while True:
+            try:
+                self._index._call_graph()
+            except Exception as exc:  # the tool that needs the graph reports it
+                _log.info("building the call graph ahead failed: %s", _message(exc))
+            with self._graph_lock:
+                if not self._graph_stale:
+                    self._graph_building = False
+                    return
+                self._graph_stale = False
 
     def _failed(self, exc: BaseException) -> None:
         self._update_error = _message(exc)
@@ -213,9 +248,11 @@ class McpService:
         if memory is not None:
             memory.close()
 
-    def _searchable(self) -> None:
+    def _searchable(self, *, graph: bool = False) -> None:
         """A search on an index that was never built would build it itself, beside our
-        background update: wait for that update instead."""
+        background update: wait for that update instead. ``graph``: the tool reads the call
+        graph, which is then built ahead after every update."""
+        self._graph_used |= graph
         if not self._first_update.is_set() and not self._index.status().exists:
             self._first_update.wait()
 
@@ -250,7 +287,7 @@ class McpService:
         return [d for d in given if not (root / d.strip().strip("/")).is_dir()]
 
     def context(self, query: str, budget: int | None) -> str:
-        self._searchable()
+        self._searchable(graph=True)
         # The pack is built to fit: its text, escaped into JSON with its metadata, must stay
         # under the cap, so the budget shrinks, measured on the answer itself, until it does.
         wanted = self._index.config.context_budget if budget is None else budget
@@ -283,7 +320,7 @@ class McpService:
         return self._answer(data)
 
     def lookup(self, symbol: str, limit: int, with_content: bool) -> str:
-        self._searchable()
+        self._searchable(graph=True)
         found = self._index.implementation_lookup(symbol, limit=limit, with_content=with_content)
         if not found:
             raise QueryError(self._index._no_definition(symbol))
@@ -294,12 +331,12 @@ class McpService:
         )
 
     def call_graph(self, symbol: str, direction: Direction, depth: int, limit: int) -> str:
-        self._searchable()
+        self._searchable(graph=True)
         result = self._index.call_graph(symbol, direction=direction, depth=depth, limit=limit)
         return self._answer(result.to_dict(), cut=("callers", "callees"))
 
     def call_path(self, source: str, target: str, max_depth: int) -> str:
-        self._searchable()
+        self._searchable(graph=True)
         found = self._index.call_graph_path(source, target, max_depth=max_depth)
         return self._answer(found.to_dict())
 
@@ -343,6 +380,8 @@ class McpService:
             # A successful run is what the first update was for.
             self._update_error = None
             self._first_update.set()
+            if self._graph_used:
+                self._build_graph_ahead()
             data = report.to_dict()
             # The counts are in "skipped" and "decoded"; examples cost tokens.
             data.pop("skipped_examples")
