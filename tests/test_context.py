@@ -7,16 +7,19 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from coderecall import CodeIndex, QueryError
-from coderecall._context import PER_FILE, ContextPack
+from coderecall._context import PER_FILE, ContextPack, build_context, route_of
 from coderecall._logs import LOG_DIR, LOG_FILE
 from coderecall._mcp import McpService, count_tokens
 from coderecall._tokens import default_counter
 from helpers import MakeRepo, git, write_files
+
+if TYPE_CHECKING:
+    from coderecall._native import CallGraph
 
 STORE = '''\
 """Key-value storage on disk."""
@@ -278,6 +281,30 @@ def test_a_question_gets_search_hits(index: CodeIndex) -> None:
     assert "search hit #1" in top.why
     unknown = index.context("NoSuchThing", budget=300)
     assert unknown.route == "search"
+
+
+def test_only_a_name_or_an_indexed_file_gone_from_the_disk_needs_the_call_graph(
+    index: CodeIndex,
+) -> None:
+    """Building the graph takes seconds on a large project: a question goes without."""
+    native = index._ready()
+    asked: list[str] = []
+
+    def graph() -> CallGraph:
+        asked.append("graph")
+        return native.call_graph()
+
+    question = build_context(index, graph, native.lines, "read the settings file", 1000)
+    assert question.route == "search"
+    assert question.items
+    assert route_of(index, graph, "vault/store.py") == "path"  # on the disk
+    assert asked == []
+    assert route_of(index, graph, "save_record") == "identifier"
+    assert asked
+    asked.clear()
+    (index.root / "vault" / "store.py").unlink()  # indexed still: its outline is the answer
+    assert route_of(index, graph, "vault/store.py") == "path"
+    assert asked
 
 
 def test_default_budget_and_bad_queries(index: CodeIndex) -> None:

@@ -153,25 +153,31 @@ class _Candidate:
     source: str = "code"
 
 
-def route_of(index: CodeIndex, graph: CallGraph, query: str) -> Route:
-    """Which route a query takes (see the module docs)."""
+def route_of(index: CodeIndex, graph: Callable[[], CallGraph], query: str) -> Route:
+    """Which route a query takes (see the module docs). ``graph`` is asked for only when
+    the query could name a definition or an indexed file that is gone from the disk: a
+    sentence never needs it (building it takes seconds on a large project)."""
     q = query.strip()
     # Any name may be a path (`pages/[id].tsx`, `app/(auth)/page.tsx`, `build script.py`):
     # the index and the disk decide, not the look of the text.
     relative = _relative_or_none(index, q)
-    if relative is not None and (graph.outline(relative) or (index.root / relative).is_file()):
+    if relative is not None and (
+        (index.root / relative).is_file()
+        or (index._indexed(relative) and graph().outline(relative))
+    ):
         return "path"
-    if _IDENTIFIER.fullmatch(q) and graph.find(q.removesuffix("()"), 1):
+    if _IDENTIFIER.fullmatch(q) and graph().find(q.removesuffix("()"), 1):
         return "identifier"
-    if _LOCATION.fullmatch(q) and graph.find(q, 1):
+    if _LOCATION.fullmatch(q) and graph().find(q, 1):
         return "identifier"  # path:line, the definition holding that line
     return "search"
 
 
 def build_context(
-    index: CodeIndex, graph: CallGraph, lines: LineReader, query: str, budget: int
+    index: CodeIndex, graph: Callable[[], CallGraph], lines: LineReader, query: str, budget: int
 ) -> ContextPack:
-    """The evidence pack for ``query`` within ``budget`` tokens."""
+    """The evidence pack for ``query`` within ``budget`` tokens; ``graph`` gives the call
+    graph, built only for a query that needs it."""
     q = query.strip()
     if not q:
         raise QueryError("the query is empty")
@@ -180,11 +186,11 @@ def build_context(
     route = route_of(index, graph, q)
     notes: list[str] = []
     if route == "identifier":
-        candidates = _identifier(graph, lines, q.removesuffix("()"), notes)
+        candidates = _identifier(graph(), lines, q.removesuffix("()"), notes)
     elif route == "path":
         relative = _relative_or_none(index, q)
         assert relative is not None  # route_of checked it
-        candidates = _path(graph, lines, relative, notes)
+        candidates = _path(graph(), lines, relative, notes)
     else:
         candidates = _search(index, q, notes)
     return _pack(q, route, candidates, budget, notes)

@@ -931,7 +931,11 @@ class CodeIndex:
         """
         budget = self._config.context_budget if budget is None else budget
         native = self._ready()
-        return build_context(self, native.call_graph(), native.lines, scrub(query), budget)
+        return build_context(self, native.call_graph, native.lines, scrub(query), budget)
+
+    def _indexed(self, path: str) -> bool:
+        """Whether the index holds the file ``path`` (root-relative)."""
+        return path in self._ready().file_stats([path])
 
     def memory(self, *, path: str | os.PathLike[str] | None = None) -> MemoryStore:
         """This project's :class:`MemoryStore` (in the user's memory database unless
