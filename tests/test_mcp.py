@@ -716,9 +716,10 @@ def test_a_watching_service_builds_the_call_graph_ahead_once_a_graph_tool_was_us
             assert service.wait_ready(60)
             first = index.status().generation
             until(lambda: ahead() == [first])  # codebase_context's graph, after the first update
+            json.loads(service.context("where are access tokens refreshed", None))
             edit(1)
             time.sleep(0.5)
-            assert ahead() == [first]  # no graph tool used yet: nothing more is built
+            assert ahead() == [first]  # a question read no graph: nothing more is built
             json.loads(service.lookup("TokenStore", 1, with_content=False))
             generation = edit(2)
             until(lambda: ahead()[-1:] == [generation])

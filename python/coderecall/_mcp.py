@@ -194,8 +194,8 @@ class McpService:
             _log.info("index up to date: %d files, watching for changes", report.files_seen)
         self._update_error = None
         self._first_update.set()
-        # codebase_context, the tool agents start with, reads the graph: built ahead once;
-        # after later updates only for a session that uses the graph tools.
+        # codebase_context, the tool agents start with, reads the graph for a name or a file:
+        # built ahead once; after later updates only for a session that used it.
         if first or self._graph_used:
             self._build_graph_ahead()
 
@@ -287,7 +287,7 @@ class McpService:
         return [d for d in given if not (root / d.strip().strip("/")).is_dir()]
 
     def context(self, query: str, budget: int | None) -> str:
-        self._searchable(graph=True)
+        self._searchable()
         # The pack is built to fit: its text, escaped into JSON with its metadata, must stay
         # under the cap, so the budget shrinks, measured on the answer itself, until it does.
         wanted = self._index.config.context_budget if budget is None else budget
@@ -299,6 +299,7 @@ class McpService:
         data: dict[str, Any] = {}
         for _ in range(6):
             pack = self._index.context(query, budget=budget)
+            self._graph_used |= pack.route != "search"  # a question reads no graph
             data = {
                 "route": pack.route,
                 "context": pack.render(),
