@@ -723,8 +723,10 @@ def test_a_watching_service_builds_the_call_graph_ahead_once_a_graph_tool_was_us
             json.loads(service.lookup("TokenStore", 1, with_content=False))
             generation = edit(2)
             until(lambda: ahead()[-1:] == [generation])
+            edit(3)  # its build may be under way: closing waits for it
         finally:
             service.close()
+        assert not any(t.name == "coderecall-graph" for t in threading.enumerate())
 
 
 def test_service_stale_until_first_update(make_repo: MakeRepo) -> None:

@@ -129,8 +129,9 @@ class McpService:
         # project seconds that the first graph tool after an edit would wait for.
         self._graph_used = False
         self._graph_lock = threading.Lock()
-        self._graph_building = False
+        self._graph_builder: threading.Thread | None = None
         self._graph_stale = False
+        self._closed = False
 
     @property
     def token_cap(self) -> int:
@@ -204,11 +205,16 @@ class McpService:
         next graph tool finds it built (or waits for the rest of the build, never a second
         one). Updates during a build start one more once it ends."""
         with self._graph_lock:
-            if self._graph_building:
+            if self._closed:
+                return
+            if self._graph_builder is not None:
                 self._graph_stale = True
                 return
-            self._graph_building = True
-        threading.Thread(target=self._build_graph, name="coderecall-graph", daemon=True).start()
+            builder = threading.Thread(
+                target=self._build_graph, name="coderecall-graph", daemon=True
+            )
+            self._graph_builder = builder
+        builder.start()
 
     def _build_graph(self) -> None:
         while True:
@@ -217,8 +223,8 @@ class McpService:
             except Exception as exc:  # the tool that needs the graph reports it
                 _log.info("building the call graph ahead failed: %s", _message(exc))
             with self._graph_lock:
-                if not self._graph_stale:
-                    self._graph_building = False
+                if not self._graph_stale or self._closed:
+                    self._graph_builder = None
                     return
                 self._graph_stale = False
 
@@ -238,11 +244,16 @@ class McpService:
             return self._memory
 
     def close(self) -> None:
-        """Stops watching, and closes the memory store if a tool opened it (the index is the
-        caller's)."""
+        """Stops watching and building the call graph ahead, and closes the memory store if a
+        tool opened it (the index is the caller's)."""
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.stop()
+        with self._graph_lock:
+            self._closed = True
+            builder = self._graph_builder
+        if builder is not None:
+            builder.join()  # it would open the index again once the caller closed it
         with self._memory_lock:
             memory, self._memory = self._memory, None
         if memory is not None:
