@@ -1070,8 +1070,9 @@ impl Engine {
         {
             return Ok(Arc::clone(graph));
         }
-        let files = Self::lock(&self.reader).graph_files(self.view)?;
-        let graph = Arc::new(Graph::build(files));
+        // Decoded after the reader is let go: see `Store::graph_rows`.
+        let rows = Self::lock(&self.reader).graph_rows(self.view)?;
+        let graph = Arc::new(Graph::build(rows.decode()?));
         *slot = Some((generation, Arc::clone(&graph)));
         Ok(graph)
     }

@@ -1492,32 +1492,24 @@ impl Store {
 
     /// Every file of a view with its definitions and stored references, for the call graph.
     pub fn graph_files(&self, view_id: i64) -> Result<Vec<crate::graph::GraphFile>> {
+        self.graph_rows(view_id)?.decode()
+    }
+
+    /// The rows [`Self::graph_files`] decodes, read without decoding them: a caller that
+    /// holds a lock on this store decodes them after letting go of it, since decoding runs
+    /// on the process's pool, whose workers may be waiting for that very lock (an update
+    /// running there): holding it meanwhile would deadlock.
+    pub fn graph_rows(&self, view_id: i64) -> Result<GraphRows> {
         let mut stmt = self.conn.prepare(
             "SELECT v.path, v.file_hash, f.language, f.refs, f.outline, f.lines FROM view_files v
              JOIN files f ON f.hash = v.file_hash WHERE v.view_id = ?1",
         )?;
-        type Row = (String, i64, String, Option<Vec<u8>>, Option<Vec<u8>>, u32);
-        let rows = stmt.query_map([view_id], |r| Row::try_from(r))?;
-        let files: Vec<Row> = rows.collect::<rusqlite::Result<_>>()?;
-        let store = self.path.as_path();
-        crate::helpers::in_own_pool(|| {
-            files
-                .into_par_iter()
-                .filter_map(|(path, hash, language, refs, outline, lines)| {
-                    let language = Language::from_name(&language)?;
-                    let symbols = decoded(store, hash, outline.as_deref(), crate::outline::decode);
-                    Some(symbols.map(|o| crate::graph::GraphFile {
-                        language,
-                        symbols: o.symbols,
-                        refs: refs.unwrap_or_default(),
-                        path,
-                        lines,
-                    }))
-                })
-                .collect()
+        let rows = stmt.query_map([view_id], |r| GraphRow::try_from(r))?;
+        Ok(GraphRows {
+            store: self.path.clone(),
+            rows: rows.collect::<rusqlite::Result<_>>()?,
         })
     }
-
     /// Deletes the view `name` (a removed knowledge base): its files become orphans now,
     /// collected after the grace period. Returns its id, or `None` if there is no such view.
     pub fn drop_view(&mut self, name: &str) -> Result<Option<i64>> {
@@ -1755,6 +1747,42 @@ fn corrupt_version(path: &Path, file_hash: i64, reason: &str) -> Error {
             "file version {file_hash:x}: {reason} (`coderecall health --repair` drops it; the \
              next index reads its files again)"
         ),
+    }
+}
+
+type GraphRow = (String, i64, String, Option<Vec<u8>>, Option<Vec<u8>>, u32);
+
+/// A view's files as [`Store::graph_rows`] read them.
+pub struct GraphRows {
+    store: PathBuf,
+    rows: Vec<GraphRow>,
+}
+
+impl GraphRows {
+    /// The files of the call graph, outlines decoded in parallel on the process's pool.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] for a file version whose outline cannot be read.
+    pub fn decode(self) -> Result<Vec<crate::graph::GraphFile>> {
+        let GraphRows { store, rows: files } = self;
+        let store = store.as_path();
+        crate::helpers::in_own_pool(|| {
+            files
+                .into_par_iter()
+                .filter_map(|(path, hash, language, refs, outline, lines)| {
+                    let language = Language::from_name(&language)?;
+                    let symbols = decoded(store, hash, outline.as_deref(), crate::outline::decode);
+                    Some(symbols.map(|o| crate::graph::GraphFile {
+                        language,
+                        symbols: o.symbols,
+                        refs: refs.unwrap_or_default(),
+                        path,
+                        lines,
+                    }))
+                })
+                .collect()
+        })
     }
 }
 
