@@ -680,55 +680,6 @@ def test_a_watching_service_stops_its_watcher_on_close(make_repo: MakeRepo) -> N
         assert not any(t.name == "coderecall-watch" for t in threading.enumerate())
 
 
-def test_a_watching_service_builds_the_call_graph_ahead_once_a_graph_tool_was_used(
-    make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = make_repo(SAMPLE_PROJECT)
-    builds: list[tuple[str, int]] = []  # who asked for the graph, at which generation
-    real = CodeIndex._call_graph
-
-    def recorded(index: CodeIndex) -> Any:
-        graph = real(index)
-        builds.append((threading.current_thread().name, index.status().generation))
-        return graph
-
-    def ahead() -> list[int]:
-        return [generation for thread, generation in builds if thread == "coderecall-graph"]
-
-    def until(condition: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + 30
-        while not condition():
-            assert time.monotonic() < deadline, builds
-            time.sleep(0.05)
-
-    def edit(n: int) -> int:
-        """Saves a new function; returns the generation that holds it."""
-        before = index.status().generation
-        (root / "src" / f"added_{n}.py").write_text(f"def added_{n}():\n    return {n}\n")
-        until(lambda: index.status().generation > before)
-        return index.status().generation
-
-    monkeypatch.setattr(CodeIndex, "_call_graph", recorded)
-    with CodeIndex(root, {"embedding_provider": "none"}) as index:
-        service = McpService(index, watch=True)
-        service.start()
-        try:
-            assert service.wait_ready(60)
-            first = index.status().generation
-            until(lambda: ahead() == [first])  # codebase_context's graph, after the first update
-            json.loads(service.context("where are access tokens refreshed", None))
-            edit(1)
-            time.sleep(0.5)
-            assert ahead() == [first]  # a question read no graph: nothing more is built
-            json.loads(service.lookup("TokenStore", 1, with_content=False))
-            generation = edit(2)
-            until(lambda: ahead()[-1:] == [generation])
-            edit(3)  # its build may be under way: closing waits for it
-        finally:
-            service.close()
-        assert not any(t.name == "coderecall-graph" for t in threading.enumerate())
-
-
 def test_service_stale_until_first_update(make_repo: MakeRepo) -> None:
     root = make_repo(SAMPLE_PROJECT)
     with CodeIndex(root) as index:

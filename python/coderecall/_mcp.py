@@ -125,13 +125,6 @@ class McpService:
         self._memory_path = memory_path
         self._memory: MemoryStore | None = None
         self._memory_lock = threading.Lock()
-        # The call graph is rebuilt for each new index state, on first use: on a large
-        # project seconds that the first graph tool after an edit would wait for.
-        self._graph_used = False
-        self._graph_lock = threading.Lock()
-        self._graph_builder: threading.Thread | None = None
-        self._graph_stale = False
-        self._closed = False
 
     @property
     def token_cap(self) -> int:
@@ -182,7 +175,6 @@ class McpService:
                 report.files_parsed,
                 report.seconds,
             )
-            self._build_graph_ahead()
         except Exception as exc:  # a thread must not die silently; the tools report it
             self._update_error = _message(exc)
             _log.warning("the first index update failed: %s", self._update_error)
@@ -190,43 +182,10 @@ class McpService:
             self._first_update.set()
 
     def _updated(self, report: IndexReport) -> None:
-        first = not self._first_update.is_set()
-        if first:
+        if not self._first_update.is_set():
             _log.info("index up to date: %d files, watching for changes", report.files_seen)
         self._update_error = None
         self._first_update.set()
-        # codebase_context, the tool agents start with, reads the graph for a name or a file:
-        # built ahead once; after later updates only for a session that used it.
-        if first or self._graph_used:
-            self._build_graph_ahead()
-
-    def _build_graph_ahead(self) -> None:
-        """Builds the call graph of the index as it is now in a background thread, so the
-        next graph tool finds it built (or waits for the rest of the build, never a second
-        one). Updates during a build start one more once it ends."""
-        with self._graph_lock:
-            if self._closed:
-                return
-            if self._graph_builder is not None:
-                self._graph_stale = True
-                return
-            builder = threading.Thread(
-                target=self._build_graph, name="coderecall-graph", daemon=True
-            )
-            self._graph_builder = builder
-        builder.start()
-
-    def _build_graph(self) -> None:
-        while True:
-            try:
-                self._index._call_graph()
-            except Exception as exc:  # the tool that needs the graph reports it
-                _log.info("building the call graph ahead failed: %s", _message(exc))
-            with self._graph_lock:
-                if not self._graph_stale or self._closed:
-                    self._graph_builder = None
-                    return
-                self._graph_stale = False
 
     def _failed(self, exc: BaseException) -> None:
         self._update_error = _message(exc)
@@ -244,26 +203,19 @@ class McpService:
             return self._memory
 
     def close(self) -> None:
-        """Stops watching and building the call graph ahead, and closes the memory store if a
-        tool opened it (the index is the caller's)."""
+        """Stops watching, and closes the memory store if a tool opened it (the index is the
+        caller's)."""
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.stop()
-        with self._graph_lock:
-            self._closed = True
-            builder = self._graph_builder
-        if builder is not None:
-            builder.join()  # it would open the index again once the caller closed it
         with self._memory_lock:
             memory, self._memory = self._memory, None
         if memory is not None:
             memory.close()
 
-    def _searchable(self, *, graph: bool = False) -> None:
+    def _searchable(self) -> None:
         """A search on an index that was never built would build it itself, beside our
-        background update: wait for that update instead. ``graph``: the tool reads the call
-        graph, which is then built ahead after every update."""
-        self._graph_used |= graph
+        background update: wait for that update instead."""
         if not self._first_update.is_set() and not self._index.status().exists:
             self._first_update.wait()
 
@@ -310,7 +262,6 @@ class McpService:
         data: dict[str, Any] = {}
         for _ in range(6):
             pack = self._index.context(query, budget=budget)
-            self._graph_used |= pack.route != "search"  # a question reads no graph
             data = {
                 "route": pack.route,
                 "context": pack.render(),
@@ -332,7 +283,7 @@ class McpService:
         return self._answer(data)
 
     def lookup(self, symbol: str, limit: int, with_content: bool) -> str:
-        self._searchable(graph=True)
+        self._searchable()
         found = self._index.implementation_lookup(symbol, limit=limit, with_content=with_content)
         if not found:
             raise QueryError(self._index._no_definition(symbol))
@@ -343,12 +294,12 @@ class McpService:
         )
 
     def call_graph(self, symbol: str, direction: Direction, depth: int, limit: int) -> str:
-        self._searchable(graph=True)
+        self._searchable()
         result = self._index.call_graph(symbol, direction=direction, depth=depth, limit=limit)
         return self._answer(result.to_dict(), cut=("callers", "callees"))
 
     def call_path(self, source: str, target: str, max_depth: int) -> str:
-        self._searchable(graph=True)
+        self._searchable()
         found = self._index.call_graph_path(source, target, max_depth=max_depth)
         return self._answer(found.to_dict())
 
@@ -392,8 +343,6 @@ class McpService:
             # A successful run is what the first update was for.
             self._update_error = None
             self._first_update.set()
-            if self._graph_used:
-                self._build_graph_ahead()
             data = report.to_dict()
             # The counts are in "skipped" and "decoded"; examples cost tokens.
             data.pop("skipped_examples")
