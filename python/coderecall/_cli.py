@@ -336,17 +336,14 @@ def _count(text: str) -> int:
     return _whole_number(text, 0)
 
 
-def _toolsets(text: str) -> list[str]:
+def _toolsets(text: str) -> tuple[str, ...]:
     """``--tools``: comma-separated names of MCP tool sets."""
-    from ._config import MCP_TOOLSETS
+    from ._config import toolsets
 
-    names = [name.strip().lower() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in MCP_TOOLSETS]
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown tool set {unknown[0]!r} (expected {', '.join(MCP_TOOLSETS)})"
-        )
-    return names
+    try:
+        return toolsets(text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _describe(exc: BaseException) -> str:

@@ -177,11 +177,9 @@ def _lookup(args: argparse.Namespace) -> int:
             args.symbol, limit=args.limit, with_content=not args.no_content
         )
         missing = "" if found else index._no_definition(args.symbol)
-        long = [
-            d for d in found if not args.json and _cut(d.end_line - d.start_line + 1, args.lines)
-        ]
-        graph = index._ready().call_graph() if long else None
-        outlines = {d.path: graph.outline(d.path) for d in long} if graph else {}
+        cut = {d.path for d in found if not args.json and _cut(d.content, args.lines)}
+        graph = index._call_graph() if cut else None
+        outlines = {path: graph.outline(path) for path in cut} if graph else {}
     if args.json:
         _print_json([d.to_dict() for d in found])
     if missing:
@@ -198,7 +196,7 @@ def _lookup(args: argparse.Namespace) -> int:
         if d.content is None:
             continue
         lines = d.content.rstrip().splitlines()
-        if d.path not in outlines or not _cut(len(lines), args.lines):
+        if not _cut(d.content, args.lines):
             console.print("\n".join(lines), markup=False, highlight=False)
             continue
         console.print("\n".join(lines[: args.lines]), markup=False, highlight=False)
@@ -226,10 +224,12 @@ def _lookup(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cut(length: int, lines: int) -> bool:
-    """Whether a definition of ``length`` lines is cut to ``lines`` (0: never); a quarter
-    more is printed whole, since a note of a few lines left out saves nothing."""
-    return lines > 0 and lines + lines // 4 < length
+def _cut(content: str | None, lines: int) -> bool:
+    """Whether a definition's text is cut to ``lines`` (0: never); a quarter more is printed
+    whole, since a note of a few lines left out saves nothing."""
+    if content is None or lines == 0:
+        return False
+    return lines + lines // 4 < len(content.rstrip().splitlines())
 
 
 def _outermost(outline: list[GraphNodeDict], start: int, end: int) -> list[GraphNodeDict]:

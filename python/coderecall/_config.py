@@ -112,7 +112,7 @@ import difflib
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -344,17 +344,27 @@ def _to_globs(value: object, source: _Source) -> tuple[str, ...]:
     return patterns
 
 
+def toolsets(names: Iterable[str]) -> tuple[str, ...]:
+    """The tool sets ``names`` (any case, blanks ignored) in :data:`MCP_TOOLSETS` order, with
+    ``code`` always among them. Raises ``ValueError`` naming the first unknown one."""
+    wanted = {name.strip().lower() for name in names} - {""}
+    unknown = sorted(wanted - set(MCP_TOOLSETS))
+    if unknown:
+        raise ValueError(f"unknown tool set {unknown[0]!r} (expected {', '.join(MCP_TOOLSETS)})")
+    # The code tools are what the server is for; the others build on them.
+    return tuple(name for name in MCP_TOOLSETS if name in wanted or name == "code")
+
+
 def _to_toolsets(value: object, source: _Source) -> tuple[str, ...]:
     expected = "names of tool sets (" + ", ".join(MCP_TOOLSETS) + ")"
     if source.text and isinstance(value, str):
         value = value.split(",")
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise _InvalidValueError(expected)
-    names = {name.strip().lower() for name in value} - {""}
-    if not names <= set(MCP_TOOLSETS):
-        raise _InvalidValueError(expected)
-    # The code tools are what the server is for; the others build on them.
-    return tuple(name for name in MCP_TOOLSETS if name in names or name == "code")
+    try:
+        return toolsets(value)
+    except ValueError:
+        raise _InvalidValueError(expected) from None
 
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)

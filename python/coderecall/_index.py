@@ -812,7 +812,9 @@ class CodeIndex:
             static = False  # the query says why, as it would without an update
         try:
             # A bar on a terminal, for a catch-up that takes long (after a branch switch).
-            self._index(False, None, static, False, None, walked)
+            self._index(
+                force=False, progress=None, embed=static, wait=False, relative=None, walked=walked
+            )
         except IndexBusyError as exc:
             # Brief overlaps (another query's catch-up) go unsaid; a long run is news.
             since = exc.since

@@ -1490,15 +1490,10 @@ impl Store {
         )?)
     }
 
-    /// Every file of a view with its definitions and stored references, for the call graph.
-    pub fn graph_files(&self, view_id: i64) -> Result<Vec<crate::graph::GraphFile>> {
-        self.graph_rows(view_id)?.decode()
-    }
-
-    /// The rows [`Self::graph_files`] decodes, read without decoding them: a caller that
-    /// holds a lock on this store decodes them after letting go of it, since decoding runs
-    /// on the process's pool, whose workers may be waiting for that very lock (an update
-    /// running there): holding it meanwhile would deadlock.
+    /// Every file of a view with its definitions and stored references, for the call graph,
+    /// read but not decoded ([`GraphRows::decode`]): a caller that holds a lock on this store
+    /// decodes them after letting go of it, since decoding runs on the process's pool, whose
+    /// workers may be waiting for that very lock (an update running there).
     pub fn graph_rows(&self, view_id: i64) -> Result<GraphRows> {
         let mut stmt = self.conn.prepare(
             "SELECT v.path, v.file_hash, f.language, f.refs, f.outline, f.lines FROM view_files v
@@ -2035,7 +2030,10 @@ mod tests {
             "import os\n\ndef f():\n    return os.getcwd()\n",
         );
         let refs_of = |store: &Store| -> Vec<crate::refs::Ref> {
-            let files = store.graph_files(DEFAULT_VIEW).unwrap();
+            let files = store
+                .graph_rows(DEFAULT_VIEW)
+                .and_then(GraphRows::decode)
+                .unwrap();
             crate::refs::decode(&files[0].refs)
         };
         assert!(!refs_of(&store).is_empty());
@@ -2378,7 +2376,10 @@ mod tests {
         assert_eq!(store.chunks(v.hash).unwrap(), v.chunks);
         let derived = store.outline(v.hash).unwrap().unwrap().derived;
         assert!(!derived[0] && derived[1..].iter().all(|&d| d));
-        let graph = store.graph_files(DEFAULT_VIEW).unwrap();
+        let graph = store
+            .graph_rows(DEFAULT_VIEW)
+            .and_then(GraphRows::decode)
+            .unwrap();
         assert_eq!(graph.len(), 1);
         assert_eq!(graph[0].symbols, v.symbols);
         let counts = store.counts(DEFAULT_VIEW, None).unwrap();
@@ -2431,7 +2432,12 @@ mod tests {
             corrupt(store.chunk_hashes(v.hash).map(drop));
             corrupt(store.pending_vectors(DEFAULT_VIEW, "m").map(drop));
             corrupt(store.view_chunk_hashes(DEFAULT_VIEW).map(drop));
-            corrupt(store.graph_files(DEFAULT_VIEW).map(drop));
+            corrupt(
+                store
+                    .graph_rows(DEFAULT_VIEW)
+                    .and_then(GraphRows::decode)
+                    .map(drop),
+            );
             let damaged = store.unreadable_versions().unwrap();
             assert_eq!(damaged.len(), 1);
             assert_eq!(damaged[0].0, v.hash);
